@@ -1,0 +1,28 @@
+# mone: every command a reader needs. `make figures` and `make test` set up .venv on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Tests and notebooks run on the CPU; 8 virtual devices let data-parallel code build a mesh.
+export JAX_PLATFORMS ?= cpu
+
+.PHONY: env test figures book book-check clean-results help
+
+help:
+	@echo "make figures  - run every notebook (default profile) and write results/"
+	@echo "make test     - run the test suite (creates .venv on first use)"
+	@echo "make book     - build the Jupyter Book from the executed notebooks"
+	@echo "make env      - only create the pinned virtualenv in .venv"
+
+$(STAMP): requirements/lock.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements/lock.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(PY) -m ipykernel install --prefix $(VENV) --name python3 > /dev/null
+	touch $@
+
+env: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }

@@ -1,0 +1,75 @@
+"""Analytic forward FLOPs, counting one multiply-accumulate as one FLOP (as the paper does).
+
+Counted: patch embedding, every projection (QKV, attention output, MLP in/out), the two
+attention matmuls (QK^T and AV, always at full width D over all N tokens), routers and the
+classifier. Not counted: LayerNorm, softmax, GELU, biases and residual adds (O(N D) each,
+under 2% of the total for the paper's models). With these rules ViT-S/16, B/16 and L/16
+at 224 px with a 21,843-way head come to 4.6, 17.5 and 61.3 GFLOPs (paper: 4.6, 17.6, 61.7).
+
+For MoNE the token counts per expert are the exact static counts EPR uses
+(`mone.routing.expert_counts`), so the number is what the model really executes.
+"""
+import numpy as np
+
+from mone import capacity as capacity_lib
+from mone import routing
+from mone.config import ViTConfig
+from mone.models import KINDS, mod_tokens
+
+
+def block_macs(num_tokens_per_group, widths, width: int, mlp_dim: int, attended: int | None = None):
+  """MACs of one nested block: group g has n_g tokens at width d_g; attention over `attended` tokens."""
+  n_total = sum(num_tokens_per_group) if attended is None else attended
+  macs = 0
+  for n, d in zip(num_tokens_per_group, widths):
+    macs += n * d * 3 * width      # sliced QKV in-projection
+    macs += n * width * d          # attention output projection, first d outputs
+    macs += n * d * mlp_dim        # MLP in-projection
+    macs += n * mlp_dim * d        # MLP out-projection, first d outputs
+  macs += 2 * n_total * n_total * width  # QK^T and AV at full width
+  return macs
+
+
+def _embed_head_macs(cfg: ViTConfig):
+  return cfg.num_tokens * cfg.patch_size ** 2 * cfg.channels * cfg.width + cfg.width * cfg.num_classes
+
+
+def macs(config: ViTConfig, kind: str = "vit", e_c: float | None = None, *,
+         capacities=None, drop_smallest: bool = False) -> int:
+  """Forward multiply-accumulates of one example. See `gflops`."""
+  cfg, n, D, M = config, config.num_tokens, config.width, config.mlp_dim
+  widths = cfg.expert_widths
+  total = _embed_head_macs(cfg)
+  if kind == "vit":
+    return total + cfg.depth * block_macs([n], [D], D, M)
+  if kind == "matvit":
+    rel = [w / D for w in widths]
+    if e_c is None or not any(abs(e_c - r) < 1e-9 for r in rel):
+      raise ValueError(f"matvit needs e_c equal to a nested width fraction {rel}, got {e_c}")
+    d = widths[int(np.argmin([abs(e_c - r) for r in rel]))]
+    return total + cfg.depth * block_macs([n], [d], D, M)
+  if kind == "mod":
+    k = mod_tokens(cfg)
+    routed_layers = cfg.depth // 2  # layers 1, 3, 5, ...
+    return (total + (cfg.depth - routed_layers) * block_macs([n], [D], D, M)
+            + routed_layers * (block_macs([k], [D], D, M) + n * D))  # + the per-layer router
+  if kind == "mone":
+    if (e_c is None) == (capacities is None):
+      raise ValueError("mone needs exactly one of e_c or capacities")
+    caps = capacity_lib.capacity_distribution(e_c, cfg.num_experts) if capacities is None else capacities
+    counts = routing.expert_counts(caps, n)
+    live = [(c, w) for g, (c, w) in enumerate(zip(counts, widths)) if c and not (drop_smallest and g == 0)]
+    routed = block_macs([c for c, _ in live], [w for _, w in live], D, M, sum(c for c, _ in live))
+    dense_layers = cfg.router_layer
+    return (total + dense_layers * block_macs([n], [D], D, M)
+            + (cfg.depth - dense_layers) * routed + cfg.num_routers * n * D * cfg.num_experts)
+  raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def gflops(config: ViTConfig, kind: str = "vit", e_c: float | None = None, **kwargs) -> float:
+  """Analytic GFLOPs (1 MAC = 1 FLOP) of one forward pass of one example.
+
+  kind: 'vit' (dense), 'matvit' (e_c = the sub-model's width fraction, e.g. 0.25),
+  'mod' (12.5% of tokens every other layer), 'mone' (e_c, or capacities=... directly).
+  """
+  return macs(config, kind, e_c, **kwargs) / 1e9

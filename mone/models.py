@@ -1,0 +1,245 @@
+"""ViT, MatViT, MoNE-ViT and the Mixture-of-Depths baseline, in Flax.
+
+References: Jain et al., "Mixture of Nested Experts" (2024), Sec. 3-4, Algorithm 1, Eq. 1,
+appendix Eqs. 4-8; Dosovitskiy et al. (2021) for ViT; Raposo et al. (2024) for MoD.
+
+All four share one parameter layout (MoNE adds `router_*` and `alpha`, MoD adds
+`mod_router_*`), so a MatViT checkpoint initialises MoNE directly.
+
+How MoNE runs fast: the router decides once (per router), capacities are static, so after
+EPR the tokens are permuted into expert order once and stay in that order through every
+layer of the segment. Expert j's tokens then form one static slice [B, n_j, D], and
+because a nested expert only ever reads and writes the first d_j features of its tokens,
+each group carries just those d_j features ([B, n_j, d_j]); the untouched tail is set
+aside and re-attached at the end. Every projection is a plain matmul per group with a
+sliced weight, and no masking, padding or scatter happens inside the layers.
+Global average pooling is permutation invariant, so the final order needs no undoing.
+"""
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+import numpy as np
+
+from mone import routing
+from mone.config import ViTConfig
+
+KINDS = ("vit", "matvit", "mod", "mone")
+
+
+def layer_norm(x, scale, bias, eps=1e-6):
+  """LayerNorm over the last axis with (sliced) scale and bias: a d-wide nested expert
+  normalises only the d features it owns, so sub-models are self-contained."""
+  mean = jnp.mean(x, axis=-1, keepdims=True)
+  var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+  return (x - mean) * jax.lax.rsqrt(var + eps) * scale + bias
+
+
+def attention(q, k, v, num_heads: int):
+  """Multi-head scaled dot-product attention at the full width D. q, k, v: [B, N, D]."""
+  b, n, d = q.shape
+  q, k, v = (t.reshape(b, t.shape[1], num_heads, d // num_heads) for t in (q, k, v))
+  logits = jnp.einsum("bqhc,bkhc->bhqk", q, k) / np.sqrt(d // num_heads).astype(q.dtype)
+  weights = jax.nn.softmax(logits, axis=-1)
+  return jnp.einsum("bhqk,bkhc->bqhc", weights, v).reshape(b, n, d)
+
+
+def _qkv_init(key, shape, dtype=jnp.float32):
+  # Xavier-uniform per projection, as three separate D x D Dense layers would get.
+  d = shape[0]
+  return jnp.concatenate([nn.initializers.xavier_uniform()(k, (d, d), dtype)
+                          for k in jax.random.split(key, 3)], axis=1)
+
+
+class Block(nn.Module):
+  """A pre-LN transformer block over groups of tokens with nested widths (Eqs. 1, 4-8).
+
+  Group g holds [B, n_g, d_g]: the first d_g features of its tokens. Its in-projections use
+  the first d_g rows of each weight (the paper's sliced in-projection), attention runs over
+  all tokens at full width D, and its out-projections produce only the first d_g features
+  (the paper's out-projection followed by zero padding, without materialising the zeros).
+  `mults` ([B, n_g] per group) scale the MLP output: Eq. 1's (alpha r + 1).
+  """
+  width: int
+  num_heads: int
+  mlp_dim: int
+
+  @nn.compact
+  def __call__(self, hs, widths, mults=None):
+    D, M = self.width, self.mlp_dim
+    p = lambda name, init, shape: self.param(name, init, shape)
+    ln1_s, ln1_b = p("ln1_scale", nn.initializers.ones, (D,)), p("ln1_bias", nn.initializers.zeros, (D,))
+    w_qkv, b_qkv = p("qkv_kernel", _qkv_init, (D, 3 * D)), p("qkv_bias", nn.initializers.zeros, (3 * D,))
+    w_o, b_o = p("out_kernel", nn.initializers.xavier_uniform(), (D, D)), p("out_bias", nn.initializers.zeros, (D,))
+    ln2_s, ln2_b = p("ln2_scale", nn.initializers.ones, (D,)), p("ln2_bias", nn.initializers.zeros, (D,))
+    w1, b1 = p("mlp1_kernel", nn.initializers.xavier_uniform(), (D, M)), p("mlp1_bias", nn.initializers.normal(1e-6), (M,))
+    w2, b2 = p("mlp2_kernel", nn.initializers.xavier_uniform(), (M, D)), p("mlp2_bias", nn.initializers.normal(1e-6), (D,))
+
+    # Self-attention: sliced in-projection per group, attention over all N tokens at width D.
+    qkv = jnp.concatenate([layer_norm(h, ln1_s[:d], ln1_b[:d]) @ w_qkv[:d] + b_qkv
+                           for h, d in zip(hs, widths)], axis=1)  # [B, N, 3D]
+    q, k, v = jnp.split(qkv, 3, axis=-1)
+    att = attention(q, k, v, self.num_heads)  # [B, N, D]
+    bounds = np.cumsum([h.shape[1] for h in hs])[:-1]
+    zs = [h + a @ w_o[:, :d] + b_o[:d]
+          for h, a, d in zip(hs, jnp.split(att, bounds, axis=1), widths)]
+
+    # MLP: hidden width is always M = 4D; only the in- and out-projections are sliced.
+    outs = []
+    for g, (z, d) in enumerate(zip(zs, widths)):
+      y = nn.gelu(layer_norm(z, ln2_s[:d], ln2_b[:d]) @ w1[:d] + b1, approximate=False)
+      y = y @ w2[:, :d] + b2[:d]
+      if mults is not None:
+        y = y * mults[g][..., None]
+      outs.append(z + y)
+    return outs
+
+
+class PatchEmbed(nn.Module):
+  """Non-overlapping p x p patches -> D features, plus learned position embeddings."""
+  config: ViTConfig
+
+  @nn.compact
+  def __call__(self, images):
+    cfg = self.config
+    want = (cfg.image_size, cfg.image_size, cfg.channels)
+    if images.ndim != 4 or tuple(images.shape[1:]) != want:
+      raise ValueError(f"images must have shape [batch, {want[0]}, {want[1]}, {want[2]}] for "
+                       f"config {cfg.name} (image_size={cfg.image_size}, channels={cfg.channels}); "
+                       f"got {tuple(images.shape)}")
+    x = nn.Conv(cfg.width, (cfg.patch_size,) * 2, strides=(cfg.patch_size,) * 2, padding="VALID",
+                name="conv")(images)
+    x = x.reshape(x.shape[0], -1, cfg.width)  # [B, N, D], row-major patch order
+    pos = self.param("pos_embedding", nn.initializers.normal(stddev=cfg.width ** -0.5),
+                     (1, cfg.num_tokens, cfg.width))
+    return x + pos
+
+
+class Head(nn.Module):
+  """Final LayerNorm, global average pooling over tokens (Sec. 4.1), linear classifier."""
+  num_classes: int
+
+  @nn.compact
+  def __call__(self, x):
+    x = nn.LayerNorm(epsilon=1e-6, name="norm")(x)
+    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros, name="dense")(x.mean(axis=1))
+
+
+def _split(x, counts):
+  return jnp.split(x, np.cumsum(counts)[:-1], axis=1)
+
+
+class ViT(nn.Module):
+  """Dense ViT, its MatViT sub-models, and MoNE-ViT (routed=True).
+
+  __call__(images, capacities=None, width_index=None, drop_smallest=False) -> (logits, aux)
+    - routed=False, width_index=None: the dense ViT.
+    - routed=False, width_index=j: MatViT sub-model j (every token at width d_j).
+    - routed=True, capacities=c: MoNE. EPR assigns tokens with the static capacities c
+      (smallest expert first); aux holds 'router_probs' [B, N, E] and 'assignment' [B, N]
+      (expert index per token in the original patch order) of the first router.
+      drop_smallest=True runs the smallest expert at width 0 (MoD-greedy, Table 1).
+  The random router (config.router='random') needs rngs={'routing': key}.
+  """
+  config: ViTConfig
+  routed: bool = False
+
+  @nn.compact
+  def __call__(self, images, capacities=None, *, width_index=None, drop_smallest=False):
+    cfg = self.config
+    widths = cfg.expert_widths
+    x = PatchEmbed(cfg, name="embed")(images)
+    blocks = [Block(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}") for l in range(cfg.depth)]
+    aux = {}
+    if not self.routed:
+      if capacities is not None:
+        raise ValueError("capacities are for routed (MoNE) models; use width_index for MatViT")
+      d = cfg.width if width_index is None else widths[width_index]
+      h = x[..., :d]
+      for block in blocks:
+        (h,) = block([h], (d,))
+      x = jnp.concatenate([h, x[..., d:]], axis=-1)
+      return Head(cfg.num_classes, name="head")(x), aux
+
+    if capacities is None:
+      raise ValueError("a routed (MoNE) model needs capacities, e.g. "
+                       "mone.capacity.capacity_distribution(e_c, num_experts)")
+    if width_index is not None:
+      raise ValueError("width_index selects a MatViT sub-model; a routed model takes capacities")
+    caps = routing.capacity_lib.check_capacities(capacities, cfg.num_experts)
+    counts = routing.expert_counts(caps, cfg.num_tokens)
+    alpha = self.param("alpha", nn.initializers.zeros, ())  # Eq. 1; 0 keeps the start stable
+
+    for block in blocks[:cfg.router_layer]:  # before the first router: dense
+      (x,) = block([x], (cfg.width,))
+    starts = cfg.router_layers
+    for r, (lo, hi) in enumerate(zip(starts, starts[1:] + (cfg.depth,))):
+      probs = jax.nn.softmax(nn.Dense(cfg.num_experts, name=f"router_{r}")(x), axis=-1)  # [B, N, E]
+      if cfg.router == "random":
+        assignment = routing.expert_preferred_routing(
+            routing.random_router_probs(self.make_rng("routing"), probs.shape), caps)
+      else:
+        assignment = routing.expert_preferred_routing(probs, caps)
+      if r == 0:
+        aux = {"router_probs": probs, "assignment": assignment}
+      perm = routing.group_permutation(assignment)  # [B, N]
+      xp = jnp.take_along_axis(x, perm[..., None], axis=1)
+      mult = None
+      if cfg.router == "learned":  # the random router has no probabilities to scale with
+        r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
+        mult = alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0
+      groups, mults = _split(xp, counts), (_split(mult, counts) if mult is not None else None)
+      # Only non-empty groups run; with drop_smallest the smallest group skips the layers.
+      live = [g for g in range(cfg.num_experts) if counts[g] and not (drop_smallest and g == 0)]
+      hs = [groups[g][..., :widths[g]] for g in live]
+      for block in blocks[lo:hi]:
+        hs = block(hs, tuple(widths[g] for g in live), [mults[g] for g in live] if mults else None)
+      for g, h in zip(live, hs):
+        groups[g] = jnp.concatenate([h, groups[g][..., widths[g]:]], axis=-1)
+      xp = jnp.concatenate([g for g in groups if g.shape[1]], axis=1)
+      # The next router needs tokens in patch order; pooling after the last one does not.
+      x = xp if hi == cfg.depth else jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
+    return Head(cfg.num_classes, name="head")(x), aux
+
+
+class MoD(nn.Module):
+  """Mixture-of-Depths baseline (Raposo et al., 2024) with the paper's setting: every
+  other layer processes only the top `mod_capacity` (12.5%) of tokens chosen by a
+  per-layer router; the rest skip the layer. The block's update is scaled by the
+  router weight, as in MoD, so the router receives gradients."""
+  config: ViTConfig
+
+  @nn.compact
+  def __call__(self, images):
+    cfg = self.config
+    x = PatchEmbed(cfg, name="embed")(images)
+    k = mod_tokens(cfg)
+    aux = {"selected": []}
+    for l in range(cfg.depth):
+      block = Block(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
+      if l % 2 == 0:
+        (x,) = block([x], (cfg.width,))
+        continue
+      w = nn.Dense(1, name=f"mod_router_{l}")(x)[..., 0]  # [B, N]
+      w_top, idx = jax.lax.top_k(w, k)
+      x_top = jnp.take_along_axis(x, idx[..., None], axis=1)
+      (y_top,) = block([x_top], (cfg.width,))
+      update = (y_top - x_top) * w_top[..., None]
+      x = x + jax.vmap(lambda u, i: jnp.zeros_like(x[0]).at[i].set(u))(update, idx)
+      aux["selected"].append(idx)
+    return Head(cfg.num_classes, name="head")(x), aux
+
+
+def mod_tokens(cfg: ViTConfig) -> int:
+  """Tokens a MoD routed layer processes."""
+  return max(1, int(np.floor(cfg.mod_capacity * cfg.num_tokens + 1e-6)))
+
+
+def make_model(config: ViTConfig, kind: str) -> nn.Module:
+  """The Flax module for kind 'vit', 'matvit' (same as vit; pick width_index), 'mone', 'mod'."""
+  if kind in ("vit", "matvit"):
+    return ViT(config)
+  if kind == "mone":
+    return ViT(config, routed=True)
+  if kind == "mod":
+    return MoD(config)
+  raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

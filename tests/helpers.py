@@ -1,0 +1,49 @@
+"""Small shared test helpers."""
+import re
+
+import jax
+import numpy as np
+
+
+def randomize(variables, seed=0, scale=0.3):
+  """Replaces every parameter with Gaussian noise so no comparison is trivially zero
+  (ViT's zero-initialised head would make every logit 0)."""
+  leaves, tree = jax.tree_util.tree_flatten(variables)
+  keys = jax.random.split(jax.random.key(seed), len(leaves))
+  return jax.tree_util.tree_unflatten(
+      tree, [scale * jax.random.normal(k, l.shape, l.dtype) for k, l in zip(keys, leaves)])
+
+
+def set_alpha(variables, value):
+  p = dict(variables["params"])
+  p["alpha"] = np.float32(value)
+  return {"params": p}
+
+
+_DEF = re.compile(r"^\s*(?:ROOT\s+)?(\S+)\s*=\s*\w+\[([\d,]*)\]")
+
+
+def hlo_matmul_macs(hlo_text: str) -> int:
+  """Multiply-accumulates of every dot and convolution in an HLO module, from XLA's own
+  shapes: prod(output) x prod(contracted dims) for dots; prod(output) x window x C_in for
+  convolutions."""
+  shapes = {}
+  for line in hlo_text.splitlines():
+    m = _DEF.match(line)
+    if m:
+      shapes[m.group(1)] = [int(s) for s in m.group(2).split(",") if s]
+  total = 0
+  for line in hlo_text.splitlines():
+    m = _DEF.match(line)
+    if not m:
+      continue
+    out = int(np.prod(shapes[m.group(1)]))
+    if " dot(" in line:
+      lhs = re.search(r" dot\(([^,\s]+)", line).group(1)
+      dims = [int(d) for d in re.search(r"lhs_contracting_dims=\{([\d,]*)\}", line).group(1).split(",")]
+      total += out * int(np.prod([shapes[lhs][d] for d in dims]))
+    elif " convolution(" in line:
+      rhs = re.search(r" convolution\([^,\s]+,\s*([^,\s\)]+)", line).group(1)
+      kernel = shapes[rhs]
+      total += out * int(np.prod(kernel)) // kernel[-1]  # kernel layout ...io (01io)
+  return total

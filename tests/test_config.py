@@ -1,0 +1,41 @@
+import pytest
+
+from mone import config
+
+
+def test_variants():
+  s = config.vit("S/16")
+  assert (s.width, s.depth, s.num_heads, s.num_tokens, s.num_classes) == (384, 12, 6, 196, 21843)
+  assert s.expert_widths == (48, 96, 192, 384)
+  b, l = config.vit("B/16"), config.vit("L/16")
+  assert (b.width, b.depth, l.width, l.depth) == (768, 12, 1024, 24)
+  xs = config.vit("XS/6")
+  assert (xs.image_size, xs.num_tokens, xs.num_classes) == (48, 64, 10)
+
+
+def test_overrides_and_router_layers():
+  c = config.vit("S/16", num_classes=1000, num_routers=3)
+  assert c.num_classes == 1000 and c.router_layers == (0, 4, 8)
+  assert config.vit("S/16", router_layer=2, num_routers=2).router_layers == (2, 7)
+  assert config.vit("S/16", num_routers=12).router_layers == tuple(range(12))
+  with pytest.raises(AttributeError):
+    c.width = 3  # frozen
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"widht": 3}, r"unknown config key\(s\) \['widht'\]"),
+    ({"router_layer": 12}, "router_layer must be in"),
+    ({"num_routers": 0}, "num_routers must be in"),
+    ({"router": "oracle"}, "router must be one of"),
+    ({"width": 100}, "divisible"),
+    ({"image_size": 100}, "image_size=100 must be divisible by patch_size=16"),
+    ({"num_experts": 0}, "num_experts must be >= 1"),
+    ({"mod_capacity": 0}, "mod_capacity")])
+def test_bad_configs_name_the_parameter(kw, match):
+  with pytest.raises(ValueError, match=match):
+    config.vit("S/16", **kw)
+
+
+def test_bad_variant():
+  with pytest.raises(ValueError, match="variant"):
+    config.vit("H/14")

@@ -1,0 +1,129 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from mone import capacity, config, masked, models
+from helpers import randomize, set_alpha
+
+CFG = config.vit("tiny/8", depth=3)
+X = jax.random.normal(jax.random.key(0), (2, 32, 32, 3))
+TOL = dict(rtol=2e-5, atol=2e-5)
+
+
+def init(cfg=CFG, kind="mone", seed=0):
+  m = models.make_model(cfg, kind)
+  args = (tuple(capacity.uniform(cfg.num_experts)),) if kind == "mone" else ()
+  return m, randomize(m.init(jax.random.key(seed), X, *args), seed)
+
+
+def dense_part(v):
+  return {"params": {k: p for k, p in v["params"].items() if not k.startswith("router") and k != "alpha"}}
+
+
+def test_full_capacity_equals_dense_vit():
+  mone, v = init()
+  v = set_alpha(v, 0.0)
+  got, aux = mone.apply(v, X, (0.0, 0.0, 0.0, 1.0))
+  want, _ = models.make_model(CFG, "vit").apply(dense_part(v), X)
+  assert np.abs(np.asarray(want)).max() > 0.1  # a real, non-trivial output
+  np.testing.assert_allclose(got, want, **TOL)
+  assert np.all(np.asarray(aux["assignment"]) == 3)
+
+
+@pytest.mark.parametrize("j", range(4))
+def test_all_tokens_on_expert_j_equals_matvit_submodel(j):
+  mone, v = init()
+  v = set_alpha(v, 0.0)
+  got, _ = mone.apply(v, X, tuple(np.eye(4)[j]))
+  want, _ = models.make_model(CFG, "matvit").apply(dense_part(v), X, width_index=j)
+  np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_submodels_differ():
+  vit, v = init(kind="vit")
+  outs = [np.asarray(vit.apply(v, X, width_index=j)[0]) for j in range(4)]
+  assert all(np.abs(outs[i] - outs[i + 1]).max() > 1e-3 for i in range(3))
+
+
+@pytest.mark.parametrize("overrides,e_c,drop", [
+    ({}, 0.3, False), ({}, 0.6, False), ({"router_layer": 1}, 0.4, False),
+    ({"num_routers": 3}, 0.4, False), ({"router_layer": 1, "num_routers": 2}, 0.25, False),
+    ({}, 0.4, True), ({"num_experts": 3}, 0.5, False), ({"num_experts": 1}, 1.0, False)])
+def test_grouped_mone_equals_masked_reference(overrides, e_c, drop):
+  """The fast grouped model equals the naive masked one token for token (alpha != 0)."""
+  cfg = config.vit("tiny/8", depth=3, **overrides)
+  mone, v = init(cfg)
+  v = set_alpha(v, 0.7)
+  caps = tuple(capacity.mod_greedy(e_c, cfg.num_experts) if drop else
+               capacity.capacity_distribution(e_c, cfg.num_experts))
+  got, aux = mone.apply(v, X, caps, drop_smallest=drop)
+  want, aux_ref = masked.masked_apply(v, cfg, X, caps, drop_smallest=drop)
+  np.testing.assert_array_equal(aux["assignment"], aux_ref["assignment"])
+  np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_assignment_has_exact_counts_and_aux():
+  mone, v = init()
+  caps = tuple(capacity.capacity_distribution(0.4))
+  _, aux = mone.apply(v, X, caps)
+  assert aux["router_probs"].shape == (2, CFG.num_tokens, 4)
+  np.testing.assert_allclose(np.asarray(aux["router_probs"]).sum(-1), 1.0, rtol=1e-6)
+  from mone.routing import expert_counts
+  for a in np.asarray(aux["assignment"]):
+    np.testing.assert_array_equal(np.bincount(a, minlength=4), expert_counts(caps, CFG.num_tokens))
+
+
+def test_router_gets_gradients_once_alpha_moves():
+  """Eq. 1 with alpha = 0: the block output is scaled by exactly 1, so dL/dW_r = 0 at the
+  very first step; dL/dalpha = r * B_FFN is not, and after one update W_r learns."""
+  mone = models.make_model(CFG, "mone")
+  v = mone.init(jax.random.key(0), X, (0.25,) * 4)
+  v = {"params": {**randomize(v)["params"], "alpha": jnp.float32(0.0)}}
+  caps = tuple(capacity.capacity_distribution(0.4))
+  labels = jnp.array([1, 2])
+
+  def loss(p):
+    logits, _ = mone.apply({"params": p}, X, caps)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+  g = jax.grad(loss)(v["params"])
+  assert float(jnp.abs(g["alpha"])) > 0
+  assert float(jnp.abs(g["router_0"]["kernel"]).max()) == 0.0
+  p = jax.tree_util.tree_map(lambda w, d: w - 0.1 * d, v["params"], g)
+  g2 = jax.grad(loss)(p)
+  assert float(jnp.abs(g2["router_0"]["kernel"]).max()) > 1e-6
+
+
+def test_random_router_needs_and_uses_rng():
+  cfg = config.vit("tiny/8", depth=2, router="random")
+  mone, v = init(cfg)
+  caps = tuple(capacity.capacity_distribution(0.4))
+  _, a1 = mone.apply(v, X, caps, rngs={"routing": jax.random.key(1)})
+  _, a2 = mone.apply(v, X, caps, rngs={"routing": jax.random.key(2)})
+  _, a1b = mone.apply(v, X, caps, rngs={"routing": jax.random.key(1)})
+  np.testing.assert_array_equal(a1["assignment"], a1b["assignment"])
+  assert not np.array_equal(a1["assignment"], a2["assignment"])
+
+
+def test_mod_processes_top_k_every_other_layer():
+  cfg = config.vit("tiny/8", depth=4, mod_capacity=0.25)
+  mod, v = init(cfg, "mod")
+  logits, aux = mod.apply(v, X)
+  assert logits.shape == (2, 10)
+  assert len(aux["selected"]) == 2 and aux["selected"][0].shape == (2, 4)
+  g = jax.grad(lambda p: mod.apply({"params": p}, X)[0].sum())(v["params"])
+  assert float(jnp.abs(g["mod_router_1"]["kernel"]).max()) > 0
+
+
+def test_bad_inputs_are_rejected():
+  mone, v = init()
+  with pytest.raises(ValueError, match="images must have shape"):
+    mone.apply(v, jnp.ones((2, 28, 28, 3)), (0.25,) * 4)
+  with pytest.raises(ValueError, match="needs capacities"):
+    mone.apply(v, X)
+  with pytest.raises(ValueError, match="sum to 1"):
+    mone.apply(v, X, (0.5, 0.5, 0.5, 0.5))
+  with pytest.raises(ValueError, match="kind"):
+    models.make_model(CFG, "moe")
