@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Tests and notebooks run on the CPU; 8 virtual devices let data-parallel code build a mesh.
 export JAX_PLATFORMS ?= cpu
 
-.PHONY: env test figures book book-check clean-results help
+.PHONY: env test figures book book-check help
 
 help:
 	@echo "make figures  - run every notebook (default profile) and write results/"
@@ -26,3 +26,20 @@ env: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
+
+# The book builds in its own venv: jupyter-book 1.x pins markdown-it-py 3, the main env has 4.
+BOOK_VENV := .venv-book
+BOOK_STAMP := $(BOOK_VENV)/.installed
+
+$(BOOK_STAMP): requirements/book.txt
+	test -x $(BOOK_VENV)/bin/python || $(PYTHON) -m venv $(BOOK_VENV)
+	$(BOOK_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/book.txt
+	touch $@
+
+# --all: an incremental build would not repeat warnings of unchanged pages, and -W must see them.
+book: $(BOOK_STAMP)
+	$(BOOK_VENV)/bin/jupyter-book build --all -W --keep-going book
+
+book-check: book
+	command -v chromium > /dev/null || { apt-get update -q && apt-get install -y -q chromium; }
+	$(BOOK_VENV)/bin/python scripts/check_book.py

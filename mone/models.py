@@ -138,6 +138,7 @@ class ViT(nn.Module):
       (smallest expert first); aux holds 'router_probs' [B, N, E] and 'assignment' [B, N]
       (expert index per token in the original patch order) of the first router.
       drop_smallest=True runs the smallest expert at width 0 (MoD-greedy, Table 1).
+
   The random router (config.router='random') needs rngs={'routing': key}.
   """
   config: ViTConfig

@@ -1,0 +1,196 @@
+"""Training configurations: one frozen dataclass and a few named starting points.
+
+  python -m mone.train --config smoke --workdir /tmp/smoke            # < 1 min on a CPU
+  python -m mone.train --config digits --workdir /tmp/d kind=vit      # the small profile
+  python -m mone.train --config imagenet21k --workdir W data_dir=D model=B/16   # paper scale
+
+Overrides are `key=value` (`model.depth=4` reaches into the model config, `model=B/16`
+swaps the variant). Unknown keys and out-of-range values are rejected with an error
+naming them before anything is written.
+"""
+import ast
+import dataclasses
+import types
+import typing
+
+from mone import capacity as capacity_lib
+from mone import config as model_config
+from mone.config import ViTConfig
+from mone.models import KINDS
+
+# Adaptive training samples e_c uniformly from these each step (paper Sec. 5).
+ADAPTIVE_E_C = (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
+DATASETS = ("digits", "tfds")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  name: str
+  model: ViTConfig
+  kind: str = "mone"          # vit | matvit | mod | mone
+  e_c: float | None = 0.4     # MoNE's training capacity (ignored with adaptive)
+  adaptive: bool = False      # MoNE: sample e_c from ADAPTIVE_E_C every step
+  allocation: str = "mone"    # capacity allocation across experts (Table 1); "mone" = Eq. 3
+  eval_e_c: tuple = ()        # further inference capacities to evaluate (Fig. 5)
+  dataset: str = "digits"     # "digits" (embedded) | "tfds" (tfds.data_source from data_dir)
+  tfds_name: str = ""
+  data_dir: str = ""
+  train_split: str = "train"
+  eval_split: str = "validation"
+  num_train: int = 10000      # embedded dataset sizes
+  num_test: int = 2000
+  data_seed: int = 0          # the embedded dataset is a function of this seed
+  batch_size: int = 128
+  eval_batch_size: int = 256
+  steps: int = 1500           # with iso_flops: the dense baseline's steps
+  iso_flops: bool = False     # train until the dense ViT's training FLOPs are spent (Sec. 5)
+  lr: float = 1e-3
+  weight_decay: float = 1e-4
+  warmup_steps: int = 100
+  label_smoothing: float = 0.0
+  grad_clip: float = 1.0
+  mixup_alpha: float = 0.0
+  randaugment: tuple | None = None  # (num_ops, magnitude) for TFDS images
+  seed: int = 0
+  init_from: str = ""         # workdir of a finished run to initialise from (MatViT -> MoNE)
+  num_devices: int = 0        # data-parallel devices; 0 = all local devices
+  log_every: int = 25
+  checkpoint_every: int = 250
+  keep_checkpoints: int = 2
+
+  def __post_init__(self):
+    def need(ok, msg):
+      if not ok:
+        raise ValueError(f"config {self.name!r}: {msg}")
+    need(self.kind in KINDS, f"kind must be one of {KINDS}, got {self.kind!r}")
+    need(self.allocation in capacity_lib.ALLOCATIONS,
+         f"allocation must be one of {capacity_lib.ALLOCATIONS}, got {self.allocation!r}")
+    need(not self.adaptive or self.kind == "mone", "adaptive=True needs kind=mone")
+    if self.kind == "mone":
+      e = self.model.num_experts
+      for e_c in ((() if self.adaptive else (self.e_c,)) + tuple(self.eval_e_c)):
+        need(e_c is not None, "kind=mone needs e_c (or adaptive=True)")
+        capacity_lib.allocation(self.allocation, e_c, e)  # raises a ValueError naming e_c
+      need(self.adaptive or self.e_c is not None, "kind=mone needs e_c")
+    for f in ("batch_size", "eval_batch_size", "steps", "log_every", "checkpoint_every",
+              "keep_checkpoints", "num_train", "num_test"):
+      need(isinstance(getattr(self, f), int) and getattr(self, f) >= 1,
+           f"{f} must be an integer >= 1, got {getattr(self, f)!r}")
+    need(self.lr > 0, f"lr must be > 0, got {self.lr}")
+    need(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")
+    need(0 <= self.label_smoothing < 1, f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+    need(self.grad_clip > 0, f"grad_clip must be > 0, got {self.grad_clip}")
+    need(self.mixup_alpha >= 0, f"mixup_alpha must be >= 0, got {self.mixup_alpha}")
+    need(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
+    need(self.num_devices >= 0, f"num_devices must be >= 0, got {self.num_devices}")
+    need(self.dataset in DATASETS, f"dataset must be one of {DATASETS}, got {self.dataset!r}")
+    if self.dataset == "digits":
+      need(self.model.num_classes == 10, f"the digits dataset has 10 classes; model.num_classes="
+           f"{self.model.num_classes}")
+    else:
+      need(bool(self.tfds_name and self.data_dir), "dataset=tfds needs tfds_name and data_dir")
+    need(self.randaugment is None or (len(self.randaugment) == 2 and self.randaugment[0] >= 0),
+         f"randaugment must be None or (num_ops, magnitude), got {self.randaugment!r}")
+
+
+# ----------------------------------------------------------------- named configs ---
+
+
+def smoke() -> TrainConfig:
+  """A tiny MoNE for tests and CI: a few dozen steps, well under a minute on a CPU."""
+  return TrainConfig(name="smoke", model=model_config.vit("tiny/8"), kind="mone", e_c=0.4,
+                     num_train=512, num_test=256, batch_size=32, eval_batch_size=128, steps=40,
+                     warmup_steps=5, log_every=10, checkpoint_every=20)
+
+
+def digits() -> TrainConfig:
+  """The small profile: XS/6 (D=64, 6 layers, 64 tokens) on the embedded cluttered digits."""
+  return TrainConfig(name="digits", model=model_config.vit("XS/6"))
+
+
+def imagenet21k() -> TrainConfig:
+  """Paper scale (not run here): ViT-S/16 on ImageNet-21k from a prepared TFDS data_dir,
+  AugReg-style augmentation (Steiner et al., 2021). Set data_dir=..., model=B/16 etc."""
+  return TrainConfig(name="imagenet21k", model=model_config.vit("S/16"), dataset="tfds",
+                     tfds_name="imagenet21k", train_split="full[51200:]", eval_split="full[:51200]",
+                     batch_size=4096, eval_batch_size=4096, steps=93_000, warmup_steps=10_000,
+                     lr=1e-3, weight_decay=1e-4, mixup_alpha=0.2, randaugment=(2, 15),
+                     checkpoint_every=1000, log_every=100)
+
+
+def imagenet1k() -> TrainConfig:
+  """Paper-scale companion (not run here): ImageNet-1k from TFDS ('imagenet2012')."""
+  return dataclasses.replace(imagenet21k(), name="imagenet1k", tfds_name="imagenet2012",
+                             train_split="train[:99%]", eval_split="train[99%:]",
+                             model=model_config.vit("S/16", num_classes=1000))
+
+
+CONFIGS = {"smoke": smoke, "digits": digits, "imagenet21k": imagenet21k, "imagenet1k": imagenet1k}
+
+
+# --------------------------------------------------------------------- overrides ---
+
+
+def _parse_value(key: str, raw: str, typ):
+  if raw in ("None", "none", "null"):
+    value = None
+  elif raw.lower() in ("true", "false"):
+    value = raw.lower() == "true"
+  else:
+    try:
+      value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+      value = raw  # a plain string
+  allowed = typing.get_args(typ) if isinstance(typ, types.UnionType) or typing.get_origin(typ) else (typ,)
+  allowed = tuple(typing.get_origin(a) or a for a in allowed)
+  if isinstance(value, list):
+    value = tuple(value)
+  if float in allowed and isinstance(value, int) and not isinstance(value, bool):
+    value = float(value)
+  if tuple in allowed and isinstance(value, (int, float)):
+    value = (value,)
+  if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+    names = " or ".join(getattr(a, "__name__", str(a)) for a in allowed)
+    raise ValueError(f"{key} must be {names}, got {raw!r}")
+  return value
+
+
+def apply_overrides(cfg: TrainConfig, overrides) -> TrainConfig:
+  """Applies 'key=value' strings (or a dict) to a TrainConfig, validating as it goes."""
+  items = overrides.items() if isinstance(overrides, dict) else [_split(o) for o in overrides]
+  top = {f.name: f for f in dataclasses.fields(TrainConfig)}
+  mfields = {f.name: f for f in dataclasses.fields(ViTConfig)}
+  changes, model_changes, variant = {}, {}, None
+  for key, raw in items:
+    if key == "model":
+      variant = str(raw)
+    elif key.startswith("model."):
+      sub = key[len("model."):]
+      if sub not in mfields:
+        raise ValueError(f"unknown config key {key!r}; model keys: {sorted(mfields)}")
+      model_changes[sub] = _parse_value(key, raw, mfields[sub].type) if isinstance(raw, str) else raw
+    elif key in top:
+      changes[key] = _parse_value(key, raw, top[key].type) if isinstance(raw, str) else raw
+    else:
+      raise ValueError(f"unknown config key {key!r}; known keys: {sorted(set(top) - {'model'})} "
+                       f"and model.<{'|'.join(sorted(mfields))}>")
+  model = cfg.model
+  if variant is not None:
+    keep = {k: getattr(model, k) for k in ("num_classes", "image_size") if cfg.dataset == "digits"}
+    model = model_config.vit(variant, **keep)
+  if model_changes:
+    model = dataclasses.replace(model, **model_changes)
+  return dataclasses.replace(cfg, model=model, **changes)
+
+
+def _split(item: str):
+  key, sep, value = item.partition("=")
+  if not sep or not key:
+    raise ValueError(f"overrides must look like key=value, got {item!r}")
+  return key.strip(), value.strip()
+
+
+def get_config(name: str, overrides=()) -> TrainConfig:
+  if name not in CONFIGS:
+    raise ValueError(f"unknown config {name!r}; choose one of {sorted(CONFIGS)}")
+  return apply_overrides(CONFIGS[name](), overrides)

@@ -1,0 +1,348 @@
+"""One input pipeline for in-memory arrays and prepared TFDS datasets.
+
+A *source* has `__len__()` and `__getitem__(i) -> dict[str, np.ndarray]` (one example),
+optionally `get_batch(indices[, epoch]) -> dict` for speed. `train_batches` and
+`eval_batches` turn any source into batches of `image` float32 [B, H, W, 3] in [-1, 1],
+`label` int32 [B] (and `mask` bool [B, H, W] where the source has one).
+
+Training batches are a pure function of (seed, step): epoch e visits the examples in the
+order `default_rng([seed, e]).permutation(n)`, so a run resumed at step k sees exactly the
+batches an uninterrupted run would have seen from step k on.
+"""
+import glob
+import inspect
+import io
+import os
+import queue
+import threading
+from concurrent import futures
+
+import numpy as np
+from PIL import Image, ImageEnhance, ImageOps
+
+from mone import digits as digits_lib
+
+_MIXUP_TAG = 0x6D6978  # 'mix': keeps the mixup stream apart from other [seed, ...] streams
+
+
+# ---------------------------------------------------------------- sources ---
+
+class ArraySource:
+  """Random access over in-memory arrays that share their leading dimension."""
+
+  def __init__(self, arrays: dict[str, np.ndarray]):
+    lengths = {k: len(v) for k, v in arrays.items()}
+    if not arrays or len(set(lengths.values())) != 1:
+      raise ValueError(f"arrays must be non-empty and of one length, got lengths {lengths}")
+    self.arrays = dict(arrays)
+
+  def __len__(self):
+    return len(next(iter(self.arrays.values())))
+
+  def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+    return {k: v[i] for k, v in self.arrays.items()}
+
+  def get_batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: v[indices] for k, v in self.arrays.items()}
+
+
+def digits_sources(image_size: int = 48, num_train: int = 10000, num_test: int = 2000,
+                   seed: int = 0) -> tuple[ArraySource, ArraySource]:
+  """(train, test) sources of the embedded cluttered-digits dataset (`mone.digits`)."""
+  return (ArraySource(digits_lib.make_digits("train", num_train, image_size, seed)),
+          ArraySource(digits_lib.make_digits("test", num_test, image_size, seed)))
+
+
+class TFDSImageSource:
+  """A prepared array_record TFDS image dataset with AugReg-style preprocessing.
+
+  Train: Inception crop (random area and aspect ratio), horizontal flip and optional
+  RandAugment(num_ops, magnitude); eval: resize the shorter side to image_size / 0.875,
+  then central crop (224 from 256, as in big_vision). Needs no TensorFlow: images are read
+  as encoded bytes and decoded with PIL. The randomness of example i in epoch e is drawn
+  from `default_rng([seed, e, i])`, so it does not depend on batching or threads.
+  """
+
+  def __init__(self, name: str, split: str, data_dir: str, image_size: int, train: bool,
+               seed: int = 0, randaugment: tuple[int, int] | None = None,
+               area_range: tuple[float, float] = (0.05, 1.0), num_threads: int | None = None):
+    # Checked here because tfds.data_source on a missing dataset tries to *build* it.
+    base, _, version = name.partition(":")
+    info = os.path.join(data_dir or "", base, version or "*", "dataset_info.json")
+    if not data_dir or not os.path.isdir(data_dir) or not glob.glob(info):
+      raise FileNotFoundError(
+          f"no prepared TFDS dataset {name!r} in data_dir={data_dir!r} (looked for {info}); "
+          f"prepare it with file_format='array_record' (e.g. `tfds build {base} "
+          f"--data_dir={data_dir or '...'} --file_format=array_record`)")
+    import tensorflow_datasets as tfds
+    try:
+      self._ds = tfds.data_source(name, split=split, data_dir=data_dir, download=False,
+                                  decoders={"image": tfds.decode.SkipDecoding()})
+    except Exception as e:  # Re-raised with the arguments a user can fix.
+      raise ValueError(f"cannot open TFDS dataset {name!r} split {split!r} in "
+                       f"data_dir={data_dir!r}: {e}") from e
+    self.num_classes = self._ds.dataset_info.features["label"].num_classes
+    self.image_size, self.train, self.seed = image_size, train, seed
+    self.randaugment, self.area_range = randaugment, area_range
+    self._pool = futures.ThreadPoolExecutor(num_threads or min(8, os.cpu_count() or 1))
+
+  def __len__(self):
+    return len(self._ds)
+
+  def _process(self, record: dict, index: int, epoch: int) -> dict[str, np.ndarray]:
+    img = Image.open(io.BytesIO(record["image"])).convert("RGB")
+    if self.train:
+      rng = np.random.default_rng([self.seed, epoch, index])
+      img = _inception_crop(img, self.image_size, rng, self.area_range)
+      if rng.random() < 0.5:
+        img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+      if self.randaugment:
+        img = randaugment(img, *self.randaugment, rng)
+    else:
+      img = _resize_and_central_crop(img, self.image_size)
+    return {"image": np.asarray(img, np.uint8), "label": np.int32(record["label"])}
+
+  def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+    return self._process(self._ds[int(i)], int(i), 0)
+
+  def get_batch(self, indices: np.ndarray, epoch: int = 0) -> dict[str, np.ndarray]:
+    indices = [int(i) for i in indices]
+    get_many = getattr(self._ds, "__getitems__", None)  # array_record reads in parallel
+    records = get_many(indices) if get_many else [self._ds[i] for i in indices]
+    # PIL releases the GIL while decoding and resizing, so threads do help here.
+    examples = list(self._pool.map(self._process, records, indices, [epoch] * len(indices)))
+    return {k: np.stack([ex[k] for ex in examples]) for k in examples[0]}
+
+
+# ---------------------------------------------------------- preprocessing ---
+
+def _inception_crop(img, size: int, rng, area_range):
+  """Random crop of area_range of the area, aspect ratio in [3/4, 4/3], resized to size.
+
+  As in Inception (Szegedy et al. 2015); big_vision's `inception_crop` (AugReg) defaults to
+  5% minimum area rather than torchvision's 8%. Falls back to the whole image.
+  """
+  w, h = img.size
+  for _ in range(10):
+    area = w * h * rng.uniform(*area_range)
+    ratio = np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3)))
+    cw, ch = round(np.sqrt(area * ratio)), round(np.sqrt(area / ratio))
+    if 0 < cw <= w and 0 < ch <= h:
+      x, y = rng.integers(w - cw + 1), rng.integers(h - ch + 1)
+      return img.resize((size, size), Image.Resampling.BILINEAR, box=(x, y, x + cw, y + ch))
+  return img.resize((size, size), Image.Resampling.BILINEAR)
+
+
+def _resize_and_central_crop(img, size: int, crop_fraction: float = 0.875):
+  w, h = img.size
+  s = size / crop_fraction / min(w, h)
+  nw, nh = max(size, round(w * s)), max(size, round(h * s))
+  x, y = (nw - size) // 2, (nh - size) // 2
+  return img.resize((nw, nh), Image.Resampling.BILINEAR).crop((x, y, x + size, y + size))
+
+
+RANDAUGMENT_OPS = ("identity", "autocontrast", "equalize", "rotate", "solarize", "color",
+                   "posterize", "contrast", "brightness", "sharpness", "shear_x", "shear_y",
+                   "translate_x", "translate_y")
+
+
+def randaugment(img, num_ops: int, magnitude: float, rng):
+  """RandAugment (Cubuk et al. 2020): num_ops ops drawn uniformly, all at one magnitude."""
+  for _ in range(num_ops):
+    op = RANDAUGMENT_OPS[rng.integers(len(RANDAUGMENT_OPS))]
+    img = augment_op(img, op, magnitude / 10, sign=1 if rng.random() < 0.5 else -1)
+  return img
+
+
+def augment_op(img, op: str, level: float, sign: int = 1):
+  """One RandAugment op at strength `level` (magnitude / 10), as TF/big_vision scales them.
+
+  AugReg's magnitude 15 is thus beyond the nominal maximum 10 (e.g. rotations up to 45
+  degrees). Geometric ops fill the uncovered area with grey (128).
+  """
+  fill, (w, h) = (128, 128, 128), img.size
+  if op == "identity":
+    return img
+  if op == "autocontrast":
+    return ImageOps.autocontrast(img)
+  if op == "equalize":
+    return ImageOps.equalize(img)
+  if op == "rotate":
+    return img.rotate(sign * 30 * level, fillcolor=fill)
+  if op == "solarize":  # inverts pixels >= threshold; a threshold above 255 does nothing
+    return ImageOps.solarize(img, int(256 * level))
+  if op == "posterize":  # TF keeps int(4 * level) bits; at least 1 so it never blanks the image
+    return ImageOps.posterize(img, int(np.clip(4 * level, 1, 8)))
+  enhancers = {"color": ImageEnhance.Color, "contrast": ImageEnhance.Contrast,
+               "brightness": ImageEnhance.Brightness, "sharpness": ImageEnhance.Sharpness}
+  if op in enhancers:
+    return enhancers[op](img).enhance(1.8 * level + 0.1)
+  shift = sign * level * 100 / 224  # TF translates up to 100 px at 224 px: scaled to size
+  shear = sign * 0.3 * level
+  affine = {"shear_x": (1, shear, 0, 0, 1, 0), "shear_y": (1, 0, 0, shear, 1, 0),
+            "translate_x": (1, 0, shift * w, 0, 1, 0),
+            "translate_y": (1, 0, 0, 0, 1, shift * h)}
+  if op in affine:
+    return img.transform(img.size, Image.Transform.AFFINE, affine[op], fillcolor=fill)
+  raise ValueError(f"op must be one of {RANDAUGMENT_OPS}, got {op!r}")
+
+
+# ---------------------------------------------------------------- batches ---
+
+def _get_batch(source, indices: np.ndarray, epoch: int) -> dict[str, np.ndarray]:
+  """Fetches examples as numpy arrays with the dtypes every consumer expects."""
+  get = getattr(source, "get_batch", None)
+  if get is None:
+    examples = [source[int(i)] for i in indices]
+    batch = {k: np.stack([ex[k] for ex in examples]) for k in examples[0]}
+  elif "epoch" in inspect.signature(get).parameters:
+    batch = dict(get(indices, epoch=epoch))
+  else:
+    batch = dict(get(indices))
+  image = batch["image"]
+  if image.dtype == np.uint8:
+    batch["image"] = image.astype(np.float32) / np.float32(127.5) - 1
+  else:  # Sources that yield floats are trusted to be in [-1, 1] already.
+    batch["image"] = image.astype(np.float32)
+  batch["label"] = batch["label"].astype(np.int32)
+  if "mask" in batch:
+    batch["mask"] = batch["mask"].astype(bool)
+  return batch
+
+
+def _mixup(batch, alpha: float, num_classes: int, rng):
+  """Mixes every example with its neighbour (batch rolled by one), as in big_vision.
+
+  The original example always keeps the larger weight, so its `label` and `mask` still
+  describe the dominant image; `soft_label` carries the exact mixture.
+  """
+  lam = rng.beta(alpha, alpha)
+  lam = np.float32(max(lam, 1 - lam))
+  onehot = np.eye(num_classes, dtype=np.float32)[batch["label"]]
+  batch["image"] = lam * batch["image"] + (1 - lam) * np.roll(batch["image"], 1, axis=0)
+  batch["soft_label"] = lam * onehot + (1 - lam) * np.roll(onehot, 1, axis=0)
+  return batch
+
+
+def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
+                  num_steps: int | None = None, mixup_alpha: float = 0.0,
+                  num_classes: int | None = None, prefetch: int = 2):
+  """Yields (step, batch) for step = start_step, ..., num_steps - 1 (forever if None).
+
+  `num_steps` is the total length of training, not a count from start_step, so a resumed
+  run stops where an uninterrupted one would. Each epoch drops its last incomplete batch.
+  With num_classes, batches carry `soft_label` float32 [B, num_classes] (one-hot, or the
+  mixup mixture when mixup_alpha > 0).
+  """
+  n = len(source)
+  steps_per_epoch = n // batch_size if batch_size >= 1 else 0
+  if steps_per_epoch < 1:
+    raise ValueError(f"batch_size must be in [1, len(source)={n}], got {batch_size}")
+  if start_step < 0:
+    raise ValueError(f"start_step must be >= 0, got {start_step}")
+  if mixup_alpha < 0:
+    raise ValueError(f"mixup_alpha must be >= 0, got {mixup_alpha}")
+  if mixup_alpha > 0 and num_classes is None:
+    raise ValueError("num_classes is required when mixup_alpha > 0")
+  if num_classes is not None and num_classes < 1:
+    raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+
+  def batches():
+    step, perm, perm_epoch = start_step, None, None
+    while num_steps is None or step < num_steps:
+      epoch, offset = divmod(step, steps_per_epoch)
+      if epoch != perm_epoch:
+        perm, perm_epoch = np.random.default_rng([seed, epoch]).permutation(n), epoch
+      batch = _get_batch(source, perm[offset * batch_size:(offset + 1) * batch_size], epoch)
+      if mixup_alpha > 0:
+        rng = np.random.default_rng([seed, epoch, offset, _MIXUP_TAG])
+        batch = _mixup(batch, mixup_alpha, num_classes, rng)
+      elif num_classes is not None:
+        batch["soft_label"] = np.eye(num_classes, dtype=np.float32)[batch["label"]]
+      yield step, batch
+      step += 1
+
+  return Prefetch(batches(), prefetch)
+
+
+def eval_batches(source, batch_size: int, prefetch: int = 2):
+  """Yields every example once, in order, in batches padded to batch_size.
+
+  Padding repeats example 0 and is marked by `valid` bool [B] = False, so a jitted eval step
+  sees one static shape and the metrics can ignore the padding.
+  """
+  n = len(source)
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+
+  def batches():
+    for start in range(0, n, batch_size):
+      idx = np.arange(start, min(start + batch_size, n))
+      valid = np.arange(batch_size) < len(idx)
+      batch = _get_batch(source, np.pad(idx, (0, batch_size - len(idx))), epoch=0)
+      batch["valid"] = valid
+      yield batch
+
+  return Prefetch(batches(), prefetch)
+
+
+class Prefetch:
+  """Runs an iterator in a daemon thread, up to `size` items ahead of the consumer.
+
+  Exceptions in the worker are re-raised in the consumer. close() (or dropping the object)
+  stops the worker; it is a daemon, so it can never block interpreter exit either.
+  """
+
+  def __init__(self, iterator, size: int = 2):
+    self._queue, self._stop, self._done = queue.Queue(max(1, size)), threading.Event(), False
+    # The worker must not hold `self`, or the object could never be collected and stopped.
+    self._thread = threading.Thread(
+        target=_prefetch_worker, args=(iterator, self._queue, self._stop), daemon=True)
+    self._thread.start()
+
+  def __iter__(self):
+    return self
+
+  def __next__(self):
+    item = _END if self._done else self._queue.get()
+    if item is _END or isinstance(item, _Failure):
+      self._done = True
+      self.close()
+      if isinstance(item, _Failure):
+        raise item.error
+      raise StopIteration
+    return item
+
+  def close(self):
+    self._stop.set()
+
+  def __del__(self):
+    self.close()
+
+
+_END = object()
+
+
+class _Failure:  # wraps a worker's exception on its way to the consumer
+
+  def __init__(self, error: BaseException):
+    self.error = error
+
+
+def _prefetch_worker(iterator, q: queue.Queue, stop: threading.Event):
+  def put(item) -> bool:
+    while not stop.is_set():  # polls so that close() is noticed even with a full queue
+      try:
+        q.put(item, timeout=0.1)
+        return True
+      except queue.Full:
+        pass
+    return False
+
+  try:
+    for item in iterator:
+      if not put(item):
+        return
+    put(_END)
+  except BaseException as e:  # pylint: disable=broad-except
+    put(_Failure(e))

@@ -1,0 +1,116 @@
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from mone import configs, flops, train
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tiny(**overrides):
+  """The smoke config, shrunk further for fast checks of every training mode."""
+  base = dict(steps=6, num_train=128, num_test=64, batch_size=16, eval_batch_size=64,
+              warmup_steps=2, log_every=2, checkpoint_every=3, num_devices=1)
+  return configs.apply_overrides(configs.smoke(), {**base, **overrides})
+
+
+@pytest.mark.parametrize("overrides", [
+    {"kind": "vit"}, {"kind": "matvit"}, {"kind": "mod"}, {"kind": "mone", "e_c": 0.3},
+    {"kind": "mone", "adaptive": True, "eval_e_c": (0.2, 0.6)},
+    {"kind": "mone", "model.router": "random"}, {"kind": "mone", "allocation": "mod_greedy"},
+    {"kind": "mone", "model.num_routers": 2, "model.router_layer": 0}])
+def test_every_model_trains_with_the_same_loop(tmp_path, overrides):
+  cfg = tiny(**overrides)
+  m = train.train(cfg, tmp_path, progress=False)
+  assert m["train_steps"] == cfg.steps and len(m["history"]) == cfg.steps // 2
+  assert all(np.isfinite(l) for _, l in m["history"])
+  assert len(m["evals"]) == len(train.eval_points(cfg)) and all(0 <= e["accuracy"] <= 1 for e in m["evals"])
+  if cfg.kind == "matvit":
+    assert [e["width_index"] for e in m["evals"]] == [0, 1, 2, 3]
+    assert m["evals"][0]["gflops"] < m["evals"][3]["gflops"]
+  saved = json.loads((tmp_path / "metrics.json").read_text())
+  assert saved["config_hash"] == m["config_hash"] and "versions" in saved and "device" in saved
+
+
+def test_iso_flops_trains_longer_by_the_flop_ratio():
+  cfg = tiny(kind="mone", e_c=0.3, iso_flops=True)
+  ratio = flops.gflops(cfg.model, "vit") / flops.gflops(cfg.model, "mone", 0.3)
+  assert train.num_train_steps(cfg) == int(np.ceil(cfg.steps * ratio))
+  assert train.num_train_steps(dataclasses.replace(cfg, iso_flops=False)) == cfg.steps
+
+
+def test_mone_finetunes_from_matvit(tmp_path):
+  train.train(tiny(kind="matvit"), tmp_path / "matvit", progress=False)
+  loaded = train.load_params(tmp_path / "matvit")
+  cfg = tiny(kind="mone", init_from=str(tmp_path / "matvit"), steps=2)
+  model = train.models.make_model(cfg.model, "mone")
+  params = train.init_params(cfg, model, np.zeros((1, 32, 32, 3), np.float32))
+  np.testing.assert_array_equal(params["block_0"]["qkv_kernel"], loaded["block_0"]["qkv_kernel"])
+  assert float(params["alpha"]) == 0.0 and "router_0" in params
+
+
+def test_one_device_and_eight_devices_agree(tmp_path):
+  assert jax.device_count() == 8, "conftest forces 8 CPU devices"
+  one = train.train(tiny(num_devices=1, batch_size=32, steps=8), tmp_path / "one", progress=False)
+  eight = train.train(tiny(num_devices=8, batch_size=32, steps=8), tmp_path / "eight", progress=False)
+  np.testing.assert_allclose([l for _, l in one["history"]], [l for _, l in eight["history"]],
+                             rtol=1e-4, atol=1e-5)
+
+
+def _cli(workdir, *extra):
+  return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir), "--quiet",
+          "num_devices=1", "checkpoint_every=10", *extra]
+
+
+def test_killed_run_resumes_and_matches_an_uninterrupted_one(tmp_path):
+  env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+  ref = subprocess.run(_cli(tmp_path / "ref"), env=env, capture_output=True, text=True, cwd=REPO)
+  assert ref.returncode == 0, ref.stderr[-2000:]
+  work = tmp_path / "killed"
+  proc = subprocess.Popen(_cli(work), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
+  deadline = time.time() + 300
+  while not (work / "checkpoints" / "20").exists() and proc.poll() is None and time.time() < deadline:
+    time.sleep(0.05)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert not (work / "metrics.json").exists()
+  again = subprocess.run(_cli(work), env=env, capture_output=True, text=True, cwd=REPO)
+  assert again.returncode == 0, again.stderr[-2000:]
+  a = json.loads((tmp_path / "ref" / "metrics.json").read_text())
+  b = json.loads((work / "metrics.json").read_text())
+  assert b["resumed_from_step"] >= 20
+  assert a["history"] == b["history"] and a["accuracy"] == b["accuracy"]  # bit for bit
+
+
+def test_rerun_of_finished_run_does_no_training(tmp_path):
+  cfg = tiny()
+  first = train.train(cfg, tmp_path, progress=False)
+  second = train.train(cfg, tmp_path, progress=False)
+  assert second["resumed_from_step"] == cfg.steps
+  assert first["accuracy"] == second["accuracy"] and first["history"] == second["history"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["e_c=1.5"], "e_c must be in"), (["lerning_rate=3"], "unknown config key 'lerning_rate'"),
+    (["model.widht=3"], "unknown config key 'model.widht'"), (["kind=moe"], "kind must be one of"),
+    (["batch_size=0"], "batch_size must be an integer >= 1"), (["steps=ten"], "steps must be int"),
+    (["model.router_layer=5"], "router_layer must be in"), (["e_c"], "key=value")])
+def test_cli_rejects_bad_overrides_before_writing(tmp_path, args, message):
+  work = tmp_path / "w"
+  out = subprocess.run(_cli(work, *args), capture_output=True, text=True, cwd=REPO)
+  assert out.returncode == 2 and message in out.stderr, out.stderr[-1000:]
+  assert not work.exists()
+
+
+def test_unknown_config_name():
+  with pytest.raises(ValueError, match="unknown config 'smok'"):
+    configs.get_config("smok")
