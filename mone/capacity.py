@@ -8,7 +8,6 @@ projection compute that MoNE spends (Sec. 4.3).
 import functools
 
 import numpy as np
-import scipy.optimize
 
 
 def expert_widths(width: int, num_experts: int) -> tuple[int, ...]:
@@ -60,6 +59,7 @@ def _check_e_c(e_c: float, num_experts: int) -> float:
 
 @functools.lru_cache(maxsize=None)
 def _solve(e_c: float, num_experts: int, delta: float, beta: float) -> tuple[float, ...]:
+  import scipy.optimize  # deferred: it costs seconds at import, and most callers never solve
   rel = _relative_widths(num_experts)
   if abs(e_c - 1.0) < 1e-12:  # only feasible point: all tokens to the full model
     return tuple(float(x) for x in np.eye(num_experts)[-1])

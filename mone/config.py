@@ -1,6 +1,6 @@
 """Model configurations: frozen, typed, validated.
 
-`vit("S/16")` gives the paper's ViT-S/16 (ImageNet-21k head); `vit("XS/6")` the CPU model
+`vit("S/16")` gives the paper's ViT-S/16 (ImageNet-21k head); `vit("XS/4")` the CPU model
 the small profile trains on the embedded digits; `vit("tiny/8")` is for tests. Any field
 can be overridden by keyword; an unknown keyword is an error that names it.
 """
@@ -11,7 +11,7 @@ from mone import capacity as capacity_lib
 # name: (width D, depth, heads). S/B/L follow ViT (Dosovitskiy et al., 2021).
 SIZES = {
     "tiny": (32, 2, 2),   # unit tests
-    "XS": (64, 6, 4),     # default CPU profile
+    "XS": (64, 4, 4),     # default CPU profile
     "S": (384, 12, 6),
     "B": (768, 12, 12),
     "L": (1024, 24, 16),
@@ -96,13 +96,114 @@ def _parse_variant(variant: str) -> tuple[str, int]:
 
 
 def vit(variant: str = "S/16", **overrides) -> ViTConfig:
-  """A ViT config: 'S/16', 'B/16', 'L/16' (224 px, 21,843 classes) or 'XS/6', 'tiny/8' (CPU).
+  """A ViT config: 'S/16', 'B/16', 'L/16' (224 px, 21,843 classes) or 'XS/4', 'tiny/8' (CPU).
 
-  The small sizes default to the embedded digits dataset: 48 px images, 10 classes.
+  The small sizes default to the embedded digits dataset: 32 px images, 10 classes.
   """
   size, patch = _parse_variant(variant)
   width, depth, heads = SIZES[size]
   base = dict(name=variant, patch_size=patch, width=width, depth=depth, num_heads=heads)
   if size not in PAPER_SIZES:
-    base.update(image_size=48 if size == "XS" else 32, num_classes=10)
+    base.update(image_size=32, num_classes=10)
   return _build(ViTConfig, base, overrides)
+
+
+# ------------------------------------------------------------------------------
+# Video: ViViT factorised encoder (Arnab et al., 2021, "Model 2"; paper Sec. 4.4).
+# ------------------------------------------------------------------------------
+# Temporal transformer depth per size; the spatial one is SIZES' depth. B and L follow
+# ViViT-B/L FE (12 + 4 and 24 + 4 layers).
+TEMPORAL_DEPTHS = {"tiny": 1, "XS": 2, "S": 4, "B": 4, "L": 4}
+
+
+@dataclasses.dataclass(frozen=True)
+class ViViTConfig:
+  """A ViViT factorised encoder whose *spatial* blocks hold E nested experts (Sec. 4.4).
+
+  The temporal transformer has the same width, heads and MLP ratio as the spatial one and
+  always runs at full width. `depth`, `router_layer` and `num_routers` refer to the spatial
+  transformer, so routing code written for ViTConfig reads them the same way.
+  """
+  name: str = "B/16x2"
+  num_frames: int = 32      # T input frames per clip
+  tubelet_size: int = 2     # t: frames per tubelet; T' = T / t temporal indices
+  image_size: int = 224     # H = W; 224 for Kinetics-400, 256 for SSv2
+  patch_size: int = 16      # p: tubelets are t x p x p (a 3-D convolution)
+  channels: int = 3
+  width: int = 768          # D, shared by the spatial and temporal transformers
+  depth: int = 12           # L_s spatial blocks (MoNE lives here)
+  temporal_depth: int = 4   # L_t temporal blocks (always dense)
+  num_heads: int = 12
+  mlp_ratio: int = 4
+  num_classes: int = 400    # Kinetics-400; SSv2 has 174
+  num_experts: int = 4
+  router_layer: int = 0     # spatial layer of the first router
+  num_routers: int = 1
+  router: str = "learned"
+
+  def __post_init__(self):
+    def need(ok, msg):
+      if not ok:
+        raise ValueError(f"{self.name}: {msg}")
+    for f in ("num_frames", "tubelet_size", "image_size", "patch_size", "channels", "width",
+              "depth", "temporal_depth", "num_heads", "mlp_ratio", "num_classes"):
+      need(isinstance(getattr(self, f), int) and getattr(self, f) >= 1,
+           f"{f} must be a positive integer, got {getattr(self, f)!r}")
+    need(self.num_frames % self.tubelet_size == 0,
+         f"num_frames={self.num_frames} must be divisible by tubelet_size={self.tubelet_size}")
+    need(self.image_size % self.patch_size == 0,
+         f"image_size={self.image_size} must be divisible by patch_size={self.patch_size}")
+    need(self.width % self.num_heads == 0,
+         f"width={self.width} must be divisible by num_heads={self.num_heads}")
+    capacity_lib.expert_widths(self.width, self.num_experts)  # raises a clear ValueError
+    need(0 <= self.router_layer < self.depth,
+         f"router_layer must be in [0, {self.depth - 1}] (spatial depth={self.depth}), "
+         f"got {self.router_layer}")
+    need(1 <= self.num_routers <= self.depth - self.router_layer,
+         f"num_routers must be in [1, {self.depth - self.router_layer}] for router_layer="
+         f"{self.router_layer} and spatial depth={self.depth}, got {self.num_routers}")
+    need(self.router in ROUTERS, f"router must be one of {ROUTERS}, got {self.router!r}")
+
+  @property
+  def num_tokens(self) -> int:
+    """N: spatial tokens per temporal index (the spatial CLS token not included)."""
+    return (self.image_size // self.patch_size) ** 2
+
+  @property
+  def num_temporal(self) -> int:
+    """T': temporal indices, each a spatial transformer pass of N tokens."""
+    return self.num_frames // self.tubelet_size
+
+  @property
+  def mlp_dim(self) -> int:
+    return self.mlp_ratio * self.width
+
+  @property
+  def expert_widths(self) -> tuple[int, ...]:
+    return capacity_lib.expert_widths(self.width, self.num_experts)
+
+  @property
+  def router_layers(self) -> tuple[int, ...]:
+    """Spatial layers where a router re-decides the assignment, evenly spaced."""
+    span = self.depth - self.router_layer
+    return tuple(self.router_layer + (r * span) // self.num_routers for r in range(self.num_routers))
+
+
+def vivit(variant: str = "B/16x2", **overrides) -> ViViTConfig:
+  """A ViViT factorised-encoder config, '<size>/<patch>x<tubelet frames>'.
+
+  'B/16x2': ViViT-B/16x2 FE, 32 frames; Kinetics-400 by default (224 px, 400 classes),
+  SSv2 with `vivit("B/16x2", image_size=256, num_classes=174)`. The small sizes ('XS/4x2',
+  'tiny/8x2') default to the embedded moving digits: 8 frames of 32 px, 10 classes.
+  """
+  size, sep, rest = variant.partition("/")
+  patch, x, tubelet = rest.partition("x")
+  if size not in SIZES or not sep or not x or not patch.isdigit() or not tubelet.isdigit():
+    raise ValueError(f"variant must look like '<size>/<patch>x<tubelet>' with size in "
+                     f"{list(SIZES)}, e.g. 'B/16x2'; got {variant!r}")
+  width, depth, heads = SIZES[size]
+  base = dict(name=variant, patch_size=int(patch), tubelet_size=int(tubelet), width=width,
+              depth=depth, temporal_depth=TEMPORAL_DEPTHS[size], num_heads=heads)
+  if size not in PAPER_SIZES:
+    base.update(num_frames=8, image_size=32, num_classes=10)
+  return _build(ViViTConfig, base, overrides)

@@ -45,5 +45,5 @@ def hlo_matmul_macs(hlo_text: str) -> int:
     elif " convolution(" in line:
       rhs = re.search(r" convolution\([^,\s]+,\s*([^,\s\)]+)", line).group(1)
       kernel = shapes[rhs]
-      total += out * int(np.prod(kernel)) // kernel[-1]  # kernel layout ...io (01io)
+      total += out * int(np.prod(kernel)) // kernel[-1]  # kernel layout ...io (01io, 012io)
   return total

@@ -9,8 +9,8 @@ def test_variants():
   assert s.expert_widths == (48, 96, 192, 384)
   b, l = config.vit("B/16"), config.vit("L/16")
   assert (b.width, b.depth, l.width, l.depth) == (768, 12, 1024, 24)
-  xs = config.vit("XS/6")
-  assert (xs.image_size, xs.num_tokens, xs.num_classes) == (48, 64, 10)
+  xs = config.vit("XS/4")
+  assert (xs.image_size, xs.num_tokens, xs.num_classes, xs.depth) == (32, 64, 10, 4)
 
 
 def test_overrides_and_router_layers():

@@ -65,7 +65,8 @@ def test_mask_is_exactly_the_labelled_digit(monkeypatch):
   for img, mask in zip(d["image"], d["mask"]):
     ys, xs = np.nonzero(mask)
     h, w = np.ptp(ys) + 1, np.ptp(xs) + 1
-    assert abs(h - w) <= 1 and 0.35 * 48 - 1 <= h <= 0.55 * 48 + 1
+    lo, hi = digits_lib._DIGIT_SIDE
+    assert abs(h - w) <= 1 and lo * 48 - 1 <= h <= hi * 48 + 1
     # Filled (bar corner pixels at alpha < 0.5): nothing is drawn over the digit.
     assert mask[ys.min() + 1:ys.max(), xs.min() + 1:xs.max()].all()
     assert mask.sum() >= h * w - 4

@@ -1,0 +1,96 @@
+"""What the notebooks call: profiles, a cache of finished runs, and figure output.
+
+A notebook asks for a `TrainConfig` per curve point and calls `run(cfg)`. A run whose
+config hash already has a metrics file under `results/runs/` is reused (unless
+`recompute=True`), so rerunning `make figures` retrains nothing that is already done.
+Checkpoints go to `.cache/workdirs/<hash>` (not in git); notebooks that need trained
+weights (router visualisations) call `trained_params(cfg)`, which retrains if needed.
+
+Profiles:
+  smoke: a handful of steps on tiny models; CI executes every notebook with it.
+  small: the default; trains on 2 CPU cores in minutes per run (the embedded datasets).
+  paper: the paper's models and datasets through TFDS (set data_dir; needs accelerators).
+"""
+import os
+from pathlib import Path
+
+from mone import configs, results
+
+PROFILES = ("smoke", "small", "paper")
+
+
+def check_profile(profile: str) -> str:
+  if profile not in PROFILES:
+    raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+  return profile
+
+
+def results_root() -> Path:
+  """results/ of the repository, or $MONE_RESULTS_DIR (CI's smoke runs write elsewhere)."""
+  return Path(os.environ.get("MONE_RESULTS_DIR", results.RESULTS))
+
+
+def cache_root() -> Path:
+  return Path(os.environ.get("MONE_CACHE_DIR", results.REPO / ".cache"))
+
+
+def image_config(profile: str, data_dir: str = "", **overrides) -> configs.TrainConfig:
+  """The image-classification base config of a profile, with overrides (e.g. kind, e_c)."""
+  check_profile(profile)
+  if profile == "smoke":
+    base = configs.smoke()
+    overrides = {"steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 256,
+                 "num_test": 128, **overrides}
+  elif profile == "small":
+    base = configs.digits()
+  else:
+    base = configs.apply_overrides(configs.imagenet21k(), {"data_dir": data_dir})
+  return configs.apply_overrides(base, {"num_devices": 1, **overrides} if profile != "paper" else overrides)
+
+
+def workdir(cfg: configs.TrainConfig) -> Path:
+  return cache_root() / "workdirs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}"
+
+
+def run(cfg: configs.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
+  """Metrics of a finished run of cfg: from results/runs/ if there, else trains it."""
+  from mone import train
+  path = results_root() / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
+  if path.exists() and not recompute:
+    return results.read_json(path)
+  wd = workdir(cfg)
+  if recompute and (wd / "metrics.json").exists():
+    import shutil
+    shutil.rmtree(wd)
+  metrics = train.train(cfg, wd, progress=progress)
+  results.atomic_write_json(path, metrics)
+  return results.read_json(path)
+
+
+def trained_params(cfg: configs.TrainConfig, recompute: bool = False):
+  """Final parameters of cfg's run, training it first if no checkpoint is at hand."""
+  from mone import train
+  wd = workdir(cfg)
+  if recompute or not (wd / "metrics.json").exists():
+    train.train(cfg, wd, progress=True)
+  return train.load_params(wd)
+
+
+def save_figure(fig, notebook: str, name: str) -> list[Path]:
+  """Writes fig as PNG and SVG under results/<notebook>/ and returns the paths."""
+  out = results_root() / notebook
+  out.mkdir(parents=True, exist_ok=True)
+  paths = []
+  for ext in ("png", "svg"):
+    p = out / f"{name}.{ext}"
+    tmp = p.with_suffix(f".tmp.{ext}")
+    fig.savefig(tmp, dpi=150, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+    os.replace(tmp, p)
+    paths.append(p)
+  return paths
+
+
+def save_metrics(obj, notebook: str, name: str = "metrics") -> Path:
+  path = results_root() / notebook / f"{name}.json"
+  results.atomic_write_json(path, obj)
+  return path

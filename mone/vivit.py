@@ -1,0 +1,204 @@
+"""ViViT factorised encoder, its MatViViT sub-models and MoNE-ViViT (paper Sec. 4.4), in Flax.
+
+References: Jain et al., "Mixture of Nested Experts" (2024), Sec. 4.4 and 5 (videos);
+Arnab et al., "ViViT: A Video Vision Transformer" (2021), Model 2 (factorised encoder).
+
+The factorised encoder embeds t x p x p tubelets with a 3-D convolution, runs a spatial
+transformer over the N tokens of each of the T' = T/t temporal indices separately (the
+indices are folded into the batch: [B T', N, D]), reads each index's spatial CLS token
+as its summary, and runs a temporal transformer over those T' summaries plus a temporal
+CLS token. As in ViViT, the classifier is a linear layer on the temporal CLS token (the
+paper's global average pooling, Sec. 4.1, is its image-model choice; the video models
+inherit ViViT, Sec. 5).
+
+MoNE lives in the spatial transformer only, the temporal one stays at full width (Sec.
+4.4). Because the temporal indices are batch rows, the router and EPR act per temporal
+index: each index gets exactly `routing.expert_counts(capacities, N)` tokens per expert,
+with the same static capacities everywhere. The spatial CLS token is never routed: it is
+an always-full-width group of one token in every nested block, because it is the only
+thing the full-width temporal transformer reads from the frame; it is not a patch whose
+compute can be saved. The MatViViT sub-models treat it the same way (patch tokens at d_j,
+CLS at D), so MoNE with every token on expert j is exactly MatViViT j. Its cost,
+1/(N+1) of a spatial block's projections (0.4% at N = 256), is counted in `mone.flops`.
+
+The routed spatial encoder is the grouped scheme of `mone.models.ViT` (tokens permuted
+into expert order once per router, one static [B T', n_j, d_j] slice per expert) with
+the CLS group prepended.
+"""
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+import numpy as np
+
+from mone import routing
+from mone.config import ViViTConfig
+from mone.models import Block
+
+KINDS = ("vit", "matvit", "mone")  # 'vit' = the dense ViViT, as on the image side
+
+
+def _split(x, counts):
+  return jnp.split(x, np.cumsum(counts)[:-1], axis=1)
+
+
+class TubeletEmbed(nn.Module):
+  """Non-overlapping t x p x p tubelets -> D features (ViViT's tubelet embedding), plus
+  learned spatial position embeddings shared by every temporal index (the temporal
+  transformer adds its own). Returns [B T', N, D], temporal indices folded into the batch."""
+  config: ViViTConfig
+
+  @nn.compact
+  def __call__(self, video):
+    cfg = self.config
+    want = (cfg.num_frames, cfg.image_size, cfg.image_size, cfg.channels)
+    if video.ndim != 5 or tuple(video.shape[1:]) != want:
+      raise ValueError(f"video must have shape [batch, {', '.join(map(str, want))}] "
+                       f"(batch, num_frames, image_size, image_size, channels) for config "
+                       f"{cfg.name}; got {tuple(video.shape)}")
+    kernel = (cfg.tubelet_size, cfg.patch_size, cfg.patch_size)
+    x = nn.Conv(cfg.width, kernel, strides=kernel, padding="VALID", name="conv")(video)  # [B, T', h, w, D]
+    x = x.reshape(-1, cfg.num_tokens, cfg.width)  # [B T', N, D], row-major patch order
+    pos = self.param("pos_embedding", nn.initializers.normal(stddev=cfg.width ** -0.5),
+                     (1, cfg.num_tokens, cfg.width))
+    return x + pos
+
+
+class ClsHead(nn.Module):
+  """Final LayerNorm and linear classifier on the CLS token (ViViT's 'token' classifier)."""
+  num_classes: int
+
+  @nn.compact
+  def __call__(self, x):  # [B, 1 + T', D]
+    x = nn.LayerNorm(epsilon=1e-6, name="norm")(x[:, 0])
+    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros, name="dense")(x)
+
+
+class ViViT(nn.Module):
+  """Dense ViViT-FE, its MatViViT sub-models, and MoNE-ViViT (routed=True).
+
+  __call__(video [B, T, H, W, C], capacities=None, *, width_index=None, drop_smallest=False)
+      -> (logits [B, num_classes], aux)
+    - routed=False, width_index=None: the dense ViViT.
+    - routed=False, width_index=j: MatViViT sub-model j (spatial patch tokens at width d_j;
+      the spatial CLS token and the temporal transformer at D).
+    - routed=True, capacities=c: MoNE. EPR assigns each temporal index's N tokens with the
+      static capacities c; aux holds 'router_probs' [B, T', N, E] and 'assignment'
+      [B, T', N] (patch order) of the first router. drop_smallest=True runs the smallest
+      expert at width 0 (MoD-greedy, Table 1).
+
+  Parameter names follow `mone.models.ViT` where the roles match ('block_l', 'router_r',
+  'alpha'), so a MatViViT checkpoint initialises MoNE-ViViT directly. The random router
+  (config.router='random') needs rngs={'routing': key}.
+  """
+  config: ViViTConfig
+  routed: bool = False
+
+  @nn.compact
+  def __call__(self, video, capacities=None, *, width_index=None, drop_smallest=False):
+    cfg = self.config
+    D, widths, n, nt = cfg.width, cfg.expert_widths, cfg.num_tokens, cfg.num_temporal
+    x = TubeletEmbed(cfg, name="embed")(video)  # [B T', N, D]
+    cls = self.param("spatial_cls", nn.initializers.zeros, (1, 1, D))
+    cls = jnp.broadcast_to(cls, (x.shape[0], 1, D))  # one per temporal index, shared weights
+    blocks = [Block(D, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}") for l in range(cfg.depth)]
+    aux = {}
+    if not self.routed:
+      if capacities is not None:
+        raise ValueError("capacities are for routed (MoNE) models; use width_index for MatViViT")
+      if width_index is not None and width_index not in range(cfg.num_experts):
+        raise ValueError(f"width_index must be in [0, {cfg.num_experts - 1}] (one per nested "
+                         f"expert, smallest first), got {width_index!r}")
+      d = D if width_index is None else widths[width_index]
+      hs = [cls, x[..., :d]]  # the patch tail beyond d is never read again: only CLS is
+      for block in blocks:
+        hs = block(hs, (D, d))
+      cls = hs[0]
+    else:
+      if capacities is None:
+        raise ValueError("a routed (MoNE) model needs capacities, e.g. "
+                         "mone.capacity.capacity_distribution(e_c, num_experts)")
+      if width_index is not None:
+        raise ValueError("width_index selects a MatViViT sub-model; a routed model takes capacities")
+      caps = routing.capacity_lib.check_capacities(capacities, cfg.num_experts)
+      counts = routing.expert_counts(caps, n)
+      alpha = self.param("alpha", nn.initializers.zeros, ())  # Eq. 1; 0 keeps the start stable
+      ones = jnp.ones(cls.shape[:2], x.dtype)  # the CLS token's Eq. 1 factor: it is not routed
+
+      for block in blocks[:cfg.router_layer]:  # before the first router: dense
+        cls, x = block([cls, x], (D, D))
+      starts = cfg.router_layers
+      for r, (lo, hi) in enumerate(zip(starts, starts[1:] + (cfg.depth,))):
+        probs = jax.nn.softmax(nn.Dense(cfg.num_experts, name=f"router_{r}")(x), axis=-1)  # [B T', N, E]
+        if cfg.router == "random":
+          assignment = routing.expert_preferred_routing(
+              routing.random_router_probs(self.make_rng("routing"), probs.shape), caps)
+        else:
+          assignment = routing.expert_preferred_routing(probs, caps)  # [B T', N], per index
+        if r == 0:
+          aux = {"router_probs": probs.reshape(-1, nt, n, cfg.num_experts),
+                 "assignment": assignment.reshape(-1, nt, n)}
+        perm = routing.group_permutation(assignment)  # [B T', N]
+        xp = jnp.take_along_axis(x, perm[..., None], axis=1)
+        mult = None
+        if cfg.router == "learned":  # the random router has no probabilities to scale with
+          r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
+          mult = alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0
+        groups, mults = _split(xp, counts), (_split(mult, counts) if mult is not None else None)
+        live = [g for g in range(cfg.num_experts) if counts[g] and not (drop_smallest and g == 0)]
+        hs = [cls] + [groups[g][..., :widths[g]] for g in live]
+        ws = (D,) + tuple(widths[g] for g in live)
+        ms = [ones] + [mults[g] for g in live] if mults else None
+        for block in blocks[lo:hi]:
+          hs = block(hs, ws, ms)
+        cls = hs[0]
+        if hi < cfg.depth:  # the next router needs the tokens in patch order; the end needs only CLS
+          for g, h in zip(live, hs[1:]):
+            groups[g] = jnp.concatenate([h, groups[g][..., widths[g]:]], axis=-1)
+          xp = jnp.concatenate([g for g in groups if g.shape[1]], axis=1)
+          x = jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
+
+    # Temporal transformer over the frame summaries, always dense (Sec. 4.4).
+    frames = nn.LayerNorm(epsilon=1e-6, name="spatial_norm")(cls[:, 0]).reshape(-1, nt, D)  # [B, T', D]
+    t_cls = self.param("temporal_cls", nn.initializers.zeros, (1, 1, D))
+    t_pos = self.param("temporal_pos_embedding", nn.initializers.normal(stddev=D ** -0.5),
+                       (1, nt + 1, D))
+    h = jnp.concatenate([jnp.broadcast_to(t_cls, (frames.shape[0], 1, D)), frames], axis=1) + t_pos
+    for l in range(cfg.temporal_depth):
+      (h,) = Block(D, cfg.num_heads, cfg.mlp_dim, name=f"temporal_block_{l}")([h], (D,))
+    return ClsHead(cfg.num_classes, name="head")(h), aux  # [B, num_classes]
+
+
+def make_video_model(config: ViViTConfig, kind: str) -> nn.Module:
+  """The Flax module for kind 'vit' (dense ViViT), 'matvit' (same module; pick
+  width_index) or 'mone'."""
+  if not isinstance(config, ViViTConfig):
+    raise ValueError(f"config must be a ViViTConfig (mone.config.vivit(...)), got {type(config).__name__}")
+  if kind in ("vit", "matvit"):
+    return ViViT(config)
+  if kind == "mone":
+    return ViViT(config, routed=True)
+  raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def multiclip_logits(logits_fn, clips):
+  """Multi-view ("8x1") evaluation: average the predictions over K clips per example.
+
+  Args:
+    logits_fn: video [B, T, H, W, C] -> logits [B, num_classes], e.g.
+      `lambda v: model.apply(variables, v, caps)[0]`.
+    clips: [B, K, T, H, W, C], K temporal clips of each example.
+  Returns:
+    [B, num_classes]: log of the mean of the K clips' softmax probabilities. Probabilities
+    rather than raw logits are averaged so that one over-confident clip cannot outvote the
+    others by logit scale alone; returning their log keeps the result a drop-in for logits
+    (softmax gives back the average, argmax is unchanged, cross-entropy works as is).
+    The clips run one at a time (lax.map), so memory is that of a single clip batch; the
+    FLOPs per clip are `mone.flops.gflops(config, ...)`, K times that per example.
+  """
+  if clips.ndim != 6 or clips.shape[1] < 1:
+    raise ValueError(f"clips must have shape [batch, num_clips >= 1, num_frames, height, width, "
+                     f"channels]; got {tuple(clips.shape)}")
+  k = clips.shape[1]
+  log_probs = jax.lax.map(lambda c: jax.nn.log_softmax(logits_fn(c), axis=-1),
+                          jnp.swapaxes(clips, 0, 1))  # [K, B, num_classes]
+  return jax.nn.logsumexp(log_probs, axis=0) - np.log(k)  # log mean_k p_k, computed stably
