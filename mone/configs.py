@@ -15,24 +15,29 @@ import typing
 
 from mone import capacity as capacity_lib
 from mone import config as model_config
-from mone.config import ViTConfig
+from mone.config import ViTConfig, ViViTConfig
 from mone.models import KINDS
 
 # Adaptive training samples e_c uniformly from these each step (paper Sec. 5).
 ADAPTIVE_E_C = (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
-DATASETS = ("digits", "tfds")
+DATASETS = ("digits", "tfds", "moving_digits", "tfds_video")
+VIDEO_DATASETS = ("moving_digits", "tfds_video")
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
   name: str
-  model: ViTConfig
+  model: ViTConfig | ViViTConfig
   kind: str = "mone"          # vit | matvit | mod | mone
   e_c: float | None = 0.4     # MoNE's training capacity (ignored with adaptive)
   adaptive: bool = False      # MoNE: sample e_c from ADAPTIVE_E_C every step
   allocation: str = "mone"    # capacity allocation across experts (Table 1); "mone" = Eq. 3
   eval_e_c: tuple = ()        # further inference capacities to evaluate (Fig. 5)
-  dataset: str = "digits"     # "digits" (embedded) | "tfds" (tfds.data_source from data_dir)
+  dataset: str = "digits"     # images: "digits" (embedded) | "tfds"; videos: "moving_digits" | "tfds_video"
+  video_task: str = "temporal"  # moving_digits: "appearance" (~Kinetics) | "temporal" (~SSv2)
+  num_clips: int = 1          # eval clips per video (the paper's "8x1" is 8)
+  frame_stride: int = 2       # tfds_video: frames skipped between sampled frames
+  flip: bool = True           # tfds_video: random horizontal flips (False for SSv2: labels say left/right)
   tfds_name: str = ""
   data_dir: str = ""
   train_split: str = "train"
@@ -84,11 +89,24 @@ class TrainConfig:
     need(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
     need(self.num_devices >= 0, f"num_devices must be >= 0, got {self.num_devices}")
     need(self.dataset in DATASETS, f"dataset must be one of {DATASETS}, got {self.dataset!r}")
+    video = self.dataset in VIDEO_DATASETS
+    need(isinstance(self.model, ViViTConfig) == video,
+         f"dataset={self.dataset} needs a {'ViViTConfig (config.vivit)' if video else 'ViTConfig (config.vit)'}")
+    need(not video or self.kind != "mod", "the MoD baseline is image-only (as in the paper)")
+    need(not video or self.mixup_alpha == 0, "mixup_alpha is for image datasets")
+    need(self.num_clips >= 1 and self.frame_stride >= 1, "num_clips and frame_stride must be >= 1")
     if self.dataset == "digits":
       need(self.model.num_classes == 10, f"the digits dataset has 10 classes; model.num_classes="
            f"{self.model.num_classes}")
+    elif self.dataset == "moving_digits":
+      from mone.moving_digits import NUM_CLASSES
+      need(self.video_task in NUM_CLASSES, f"video_task must be one of {sorted(NUM_CLASSES)}, "
+           f"got {self.video_task!r}")
+      need(self.model.num_classes == NUM_CLASSES[self.video_task],
+           f"moving_digits/{self.video_task} has {NUM_CLASSES[self.video_task]} classes; "
+           f"model.num_classes={self.model.num_classes}")
     else:
-      need(bool(self.tfds_name and self.data_dir), "dataset=tfds needs tfds_name and data_dir")
+      need(bool(self.tfds_name and self.data_dir), f"dataset={self.dataset} needs tfds_name and data_dir")
     need(self.randaugment is None or (len(self.randaugment) == 2 and self.randaugment[0] >= 0),
          f"randaugment must be None or (num_ops, magnitude), got {self.randaugment!r}")
 
@@ -128,7 +146,40 @@ def imagenet1k() -> TrainConfig:
                              model=model_config.vit("S/16", num_classes=1000))
 
 
-CONFIGS = {"smoke": smoke, "digits": digits, "imagenet21k": imagenet21k, "imagenet1k": imagenet1k}
+def video_temporal() -> TrainConfig:
+  """The small video profile, SSv2's stand-in: XS/4x2 ViViT-FE (4 spatial + 2 temporal
+  layers, 8 frames of 32 px, 4 x 64 tokens) on moving digits whose label is motion order."""
+  return TrainConfig(name="video_temporal", dataset="moving_digits", video_task="temporal",
+                     model=model_config.vivit("XS/4x2", num_classes=8), num_train=4000, num_test=1000,
+                     batch_size=32, eval_batch_size=100, steps=600, lr=3e-3, warmup_steps=50)
+
+
+def video_appearance() -> TrainConfig:
+  """Kinetics-400's stand-in: which digit is in the clip (appearance alone answers it)."""
+  return dataclasses.replace(video_temporal(), name="video_appearance", video_task="appearance",
+                             model=model_config.vivit("XS/4x2", num_classes=10))
+
+
+def ssv2() -> TrainConfig:
+  """Paper scale (not run here): ViViT-B/16x2 FE on Something-Something-v2 from a prepared
+  TFDS data_dir, 8x1 evaluation, no flips. Fine-tune MoNE from a MatViViT run with
+  init_from=... and iso_flops=True, as the paper does."""
+  return TrainConfig(name="ssv2", dataset="tfds_video", tfds_name="something_something_v2",
+                     model=model_config.vivit("B/16x2", image_size=256, num_classes=174),
+                     eval_split="validation", num_clips=8, frame_stride=2, flip=False,
+                     batch_size=64, eval_batch_size=64, steps=35_000, warmup_steps=2_500,
+                     lr=5e-4, label_smoothing=0.3, checkpoint_every=1000, log_every=100)
+
+
+def kinetics400() -> TrainConfig:
+  """Paper scale (not run here): ViViT-B/16x2 FE on Kinetics-400 (224 px), 8x1 evaluation."""
+  return dataclasses.replace(ssv2(), name="kinetics400", tfds_name="kinetics400", flip=True,
+                             model=model_config.vivit("B/16x2"), label_smoothing=0.0)
+
+
+CONFIGS = {"smoke": smoke, "digits": digits, "imagenet21k": imagenet21k, "imagenet1k": imagenet1k,
+           "video_temporal": video_temporal, "video_appearance": video_appearance,
+           "ssv2": ssv2, "kinetics400": kinetics400}
 
 
 # --------------------------------------------------------------------- overrides ---
@@ -162,7 +213,7 @@ def apply_overrides(cfg: TrainConfig, overrides) -> TrainConfig:
   """Applies 'key=value' strings (or a dict) to a TrainConfig, validating as it goes."""
   items = overrides.items() if isinstance(overrides, dict) else [_split(o) for o in overrides]
   top = {f.name: f for f in dataclasses.fields(TrainConfig)}
-  mfields = {f.name: f for f in dataclasses.fields(ViTConfig)}
+  mfields = {f.name: f for f in dataclasses.fields(type(cfg.model))}
   changes, model_changes, variant = {}, {}, None
   for key, raw in items:
     if key == "model":
@@ -179,8 +230,10 @@ def apply_overrides(cfg: TrainConfig, overrides) -> TrainConfig:
                        f"and model.<{'|'.join(sorted(mfields))}>")
   model = cfg.model
   if variant is not None:
-    keep = {k: getattr(model, k) for k in ("num_classes", "image_size") if cfg.dataset == "digits"}
-    model = model_config.vit(variant, **keep)
+    embedded = cfg.dataset in ("digits", "moving_digits")
+    keep = {k: getattr(model, k) for k in ("num_classes", "image_size") if embedded}
+    make = model_config.vivit if isinstance(model, ViViTConfig) else model_config.vit
+    model = make(variant, **keep)
   if model_changes:
     model = dataclasses.replace(model, **model_changes)
   return dataclasses.replace(cfg, model=model, **changes)

@@ -199,11 +199,12 @@ def _get_batch(source, indices: np.ndarray, epoch: int) -> dict[str, np.ndarray]
     batch = dict(get(indices, epoch=epoch))
   else:
     batch = dict(get(indices))
-  image = batch["image"]
+  key = "video" if "video" in batch else "image"  # video sources share the pipeline
+  image = batch[key]
   if image.dtype == np.uint8:
-    batch["image"] = image.astype(np.float32) / np.float32(127.5) - 1
+    batch[key] = image.astype(np.float32) / np.float32(127.5) - 1
   else:  # Sources that yield floats are trusted to be in [-1, 1] already.
-    batch["image"] = image.astype(np.float32)
+    batch[key] = image.astype(np.float32)
   batch["label"] = batch["label"].astype(np.int32)
   if "mask" in batch:
     batch["mask"] = batch["mask"].astype(bool)

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from mone import capacity as capacity_lib
 from mone import configs, flops, models, results
+from mone.config import ViViTConfig
 from mone.configs import TrainConfig
 
 log = logging.getLogger("mone.train")
@@ -45,7 +46,35 @@ def data_sources(cfg: TrainConfig):
                            image_size=m.image_size, seed=cfg.seed)
     return (mk(cfg.train_split, train=True, randaugment=cfg.randaugment),
             mk(cfg.eval_split, train=False))
-  raise ValueError(f"dataset must be 'digits' or 'tfds', got {cfg.dataset!r}")
+  from mone import video_data
+  if cfg.dataset == "moving_digits":
+    return video_data.moving_digits_sources(cfg.video_task, m.num_frames, m.image_size,
+                                            cfg.num_train, cfg.num_test, cfg.data_seed)
+  if cfg.dataset == "tfds_video":
+    mk = functools.partial(video_data.TFDSVideoSource, cfg.tfds_name, data_dir=cfg.data_dir,
+                           num_frames=m.num_frames, stride=cfg.frame_stride, image_size=m.image_size,
+                           seed=cfg.seed, flip=cfg.flip)
+    return mk(cfg.train_split, train=True), mk(cfg.eval_split, train=False, num_clips=cfg.num_clips)
+  raise ValueError(f"dataset must be one of {configs.DATASETS}, got {cfg.dataset!r}")
+
+
+def build_model(cfg: TrainConfig):
+  """The Flax module of the config's kind: ViT-family for images, ViViT-FE for videos."""
+  if isinstance(cfg.model, ViViTConfig):
+    from mone import vivit
+    return vivit.make_video_model(cfg.model, cfg.kind)
+  return models.make_model(cfg.model, cfg.kind)
+
+
+def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
+  m = cfg.model
+  frames = (m.num_frames,) if isinstance(m, ViViTConfig) else ()
+  return (batch, *frames, m.image_size, m.image_size, m.channels)
+
+
+def inputs(batch: dict):
+  """The model input of a batch: 'video' for video sources, 'image' for image ones."""
+  return batch["video"] if "video" in batch else batch["image"]
 
 
 # ------------------------------------------------------------------------ model ---
@@ -66,7 +95,7 @@ def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int 
   """Inference GFLOPs per example of the config's model at the given capacity."""
   m = cfg.model
   if cfg.kind == "mone":
-    caps = capacity_lib.allocation(cfg.allocation, e_c, m.num_experts)
+    caps = tuple(capacity_lib.allocation(cfg.allocation, e_c, m.num_experts))
     return flops.gflops(m, "mone", capacities=caps, drop_smallest=cfg.allocation == "mod_greedy")
   if cfg.kind == "matvit" and width_index is not None:
     return flops.gflops(m, "matvit", m.expert_widths[width_index] / m.width)
@@ -159,12 +188,17 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
 
   @functools.partial(jax.jit, static_argnames="caps")
   def eval_step(params, images, caps):
-    logits, aux = _logits(cfg, model, params, images, caps, jax.random.key(cfg.seed + 2), width_index)
+    rng = jax.random.key(cfg.seed + 2)
+    if images.ndim == 6:  # [B, K clips, T, H, W, C]: the paper's multi-clip ("8x1") evaluation
+      from mone import vivit
+      fn = lambda clip: _logits(cfg, model, params, clip, caps, rng, width_index)[0]
+      return jnp.argmax(vivit.multiclip_logits(fn, images), -1), None
+    logits, aux = _logits(cfg, model, params, images, caps, rng, width_index)
     return jnp.argmax(logits, -1), aux.get("assignment")
 
   correct, total, assignments = 0, 0, []
   for batch in input_pipeline.eval_batches(source, bs):
-    images = shard(mesh, batch["image"])
+    images = shard(mesh, inputs(batch))
     pred, assignment = eval_step(params, images, caps)
     valid = batch["valid"]
     correct += int(np.sum((np.asarray(pred) == batch["label"]) & valid))
@@ -261,10 +295,10 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
                      f"divisible by the number of devices ({n_dev})")
   from mone import input_pipeline
   train_src, test_src = data_sources(cfg)
-  model = models.make_model(cfg.model, cfg.kind)
+  model = build_model(cfg)
   total_steps = num_train_steps(cfg)
   tx = make_optimizer(cfg, total_steps)
-  sample = jnp.zeros((1, cfg.model.image_size, cfg.model.image_size, cfg.model.channels))
+  sample = jnp.zeros(input_shape(cfg))
   params = init_params(cfg, model, sample)
   replicated = NamedSharding(mesh, P())
   state = jax.device_put({"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)}, replicated)
@@ -288,7 +322,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
              dynamic_ncols=True, leave=False)
   try:
     for step, batch in batches:
-      feed = {"image": shard(mesh, batch["image"]), "soft_label": shard(mesh, batch["soft_label"])}
+      feed = {"image": shard(mesh, inputs(batch)), "soft_label": shard(mesh, batch["soft_label"])}
       state, loss = step_fn(state, feed, train_capacities(cfg, step))
       done = step + 1
       if done % cfg.log_every == 0 or done == total_steps:

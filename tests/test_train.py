@@ -114,3 +114,44 @@ def test_cli_rejects_bad_overrides_before_writing(tmp_path, args, message):
 def test_unknown_config_name():
   with pytest.raises(ValueError, match="unknown config 'smok'"):
     configs.get_config("smok")
+
+
+def tiny_video(**overrides):
+  base = dict(steps=4, num_train=64, num_test=32, batch_size=16, eval_batch_size=32, warmup_steps=1,
+              log_every=2, checkpoint_every=4, num_devices=1, **{"model": "tiny/8x2"})
+  return configs.apply_overrides(configs.video_temporal(), {**base, **overrides})
+
+
+@pytest.mark.parametrize("kind", ["vit", "matvit", "mone"])
+def test_video_models_train_with_the_same_loop(tmp_path, kind):
+  cfg = tiny_video(kind=kind)
+  assert cfg.model.num_classes == 8 and cfg.model.name == "tiny/8x2"
+  m = train.train(cfg, tmp_path, progress=False)
+  assert len(m["evals"]) == len(train.eval_points(cfg)) and np.isfinite(m["final_loss"])
+  want = {"vit": flops.gflops(cfg.model, "vit"), "mone": flops.gflops(cfg.model, "mone", cfg.e_c),
+          "matvit": flops.gflops(cfg.model, "matvit", 1 / 8)}[kind]  # MatViT reports width 0 first
+  assert m["gflops"] == pytest.approx(want)
+
+
+def test_multiclip_evaluation_averages_clips():
+  from mone import video_data
+  cfg = tiny_video(kind="mone")
+  model = train.build_model(cfg)
+  params = train.init_params(cfg, model, np.zeros(train.input_shape(cfg), np.float32))
+  clips = np.random.default_rng(0).integers(0, 255, (8, 3, 8, 32, 32, 3), dtype=np.uint8)
+  labels = np.arange(8, dtype=np.int32) % 8
+  multi = train.evaluate(cfg, model, params, video_data.ClipArraySource({"video": clips, "label": labels}),
+                         e_c=0.4, batch_size=8)
+  single = train.evaluate(cfg, model, params, video_data.ClipArraySource({"video": clips[:, 0], "label": labels}),
+                          e_c=0.4, batch_size=8)
+  assert multi["num_examples"] == single["num_examples"] == 8
+  assert multi["gflops"] == single["gflops"]  # FLOPs are per clip
+
+
+def test_video_config_checks():
+  with pytest.raises(ValueError, match="dataset=digits needs a ViTConfig"):
+    configs.apply_overrides(configs.video_temporal(), {"model": "XS/4x2", "dataset": "digits"})
+  with pytest.raises(ValueError, match="image-only"):
+    tiny_video(kind="mod")
+  with pytest.raises(ValueError, match="8 classes"):
+    tiny_video(**{"model.num_classes": 10})
