@@ -1,0 +1,209 @@
+"""Moving-digit clips: the embedded, offline stand-ins for Kinetics-400 and SSv2.
+
+Two tasks mirror the paper's two video datasets (Sec. 5):
+
+* 'appearance' (Kinetics-400-like): one whole handwritten digit bounces around the
+  canvas among moving clutter (small fragments of other digits); the label is its
+  class. Any single frame answers it, and only the digit's tokens matter.
+* 'temporal' (SSv2-like): two digits, each in a fixed window in its own half of the
+  canvas, scroll vertically through their windows like film strips (rows leaving at
+  the bottom re-enter at the top), one after the other: the first during the first
+  half of the clip while the other waits, then the other. Label = which side scrolls
+  first (2) x its direction (up/down) x the second one's direction = 8 classes; digit
+  identity is irrelevant.
+
+  Why no single frame (nor any bag of frames) can answer 'temporal': a digit scrolls
+  s / h rows per frame (window height s, h = num_frames / 2), so the first one comes
+  full circle, back to where it started, when the other sets off. The start offset is
+  uniformly random, so every frame shows both digits at uniformly random offsets
+  whatever the label; and each scrolls through the same h offsets, up or down, while
+  the other waits at its start, so the multiset of frames is the same for all 8 labels
+  given the nuisance (digits, windows, colours, start offsets, clutter): only the order
+  of the frames carries the label. The clutter is static because moving clutter would
+  act as a clock and let a frame-order-invariant model sort the frames. (Moving the
+  digits across a bounded canvas instead would give direction away near the edges,
+  and wrapping them round the whole canvas takes steps too large for a tubelet.)
+  Caveat: a 2-frame tubelet sees one step, hence that digit's direction, but a bag of
+  tubelets still cannot tell which side moved first (it is at chance 1/2 there).
+
+Train clips draw every digit (and every clutter fragment) from
+`mnist_pool('train')`, test clips from `mnist_pool('test')`.
+"""
+import functools
+
+import numpy as np
+
+from mone.mnist import mnist_pool
+
+NUM_CLASSES = {"appearance": 10, "temporal": 8}
+CLASS_NAMES = {
+    "appearance": tuple(str(d) for d in range(10)),
+    "temporal": tuple(f"{a} scrolls {d1}, then {b} {d2}"
+                      for a, b in (("left", "right"), ("right", "left"))
+                      for d1 in ("down", "up") for d2 in ("down", "up")),
+}
+NUM_CLUTTER = {"appearance": 3, "temporal": 2}  # fragments of other digits
+DIGIT_SIZE = {"appearance": 1 / 2, "temporal": 1 / 2}  # of image_size ("temporal": half each)
+INK = 0.3  # sprite intensity (of 1) above which a pixel counts as part of the object
+
+
+def _resize_matrix(n_in: int, n_out: int) -> np.ndarray:
+  """[n_out, n_in] box-filter (area) resampling, so downscaled strokes don't alias."""
+  edges = np.linspace(0, n_in, n_out + 1)
+  j = np.arange(n_in)[None]
+  overlap = np.clip(np.minimum(edges[1:, None], j + 1) - np.maximum(edges[:-1, None], j), 0, None)
+  return overlap / overlap.sum(1, keepdims=True)
+
+
+def _sprites(split: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+  """The split's digits as float32 [n, size, size] in [0, 1], and their labels."""
+  x, y = mnist_pool(split)
+  w = _resize_matrix(x.shape[1], size)
+  return (w @ (x.astype(np.float32) / 255) @ w.T).astype(np.float32), y
+
+
+def _colours(rng, n: int) -> np.ndarray:
+  """Random RGB colours with a full-intensity brightest channel, [n, 3]."""
+  c = rng.uniform(0.15, 1.0, (n, 3))
+  return c / c.max(1, keepdims=True)
+
+
+def _bounce(rng, n: int, num_frames: int, span: int, speed: tuple[float, float]) -> np.ndarray:
+  """Integer top-left corners [n, T, 2] of straight motion reflected at walls 0 and span."""
+  p0 = rng.uniform(0, span, (n, 2))
+  angle = rng.uniform(0, 2 * np.pi, n)
+  v = rng.uniform(*speed, n)[:, None] * np.stack([np.sin(angle), np.cos(angle)], -1)
+  p = p0[:, None] + v[:, None] * np.arange(num_frames)[None, :, None]
+  p = span - np.abs(np.mod(p, 2 * span) - span)  # closed-form reflection (a triangle wave)
+  return np.rint(p).astype(np.int64)
+
+
+def _crop(rng, sprites: np.ndarray, size: int) -> np.ndarray:
+  """A random size x size window of each sprite, away from the (empty) border."""
+  n, s = sprites.shape[:2]
+  lo, hi = s // 8, s - size - s // 8
+  oy, ox = (rng.integers(lo, hi + 1, n)[:, None] + np.arange(size) for _ in range(2))
+  return sprites[np.arange(n)[:, None, None], oy[:, :, None], ox[:, None, :]]
+
+
+def _paste(video, mask, sprites, pos, colours):
+  """Max-composites sprites [n, T or 1, s, s] at top-left corners pos [n, T, 2], in place.
+
+  video: uint8 [n, T, H, W, 3]; mask: bool [n, T, H, W] or None (clutter). No two
+  pixels of one sprite share an index, so a gather-max-scatter needs no np.maximum.at.
+  """
+  n, t = pos.shape[:2]
+  r = np.arange(sprites.shape[-1])
+  ni, ti = np.arange(n)[:, None, None, None], np.arange(t)[None, :, None, None]
+  yi = pos[..., 0, None, None] + r[:, None]  # [n, T, s, 1]
+  xi = pos[..., 1, None, None] + r[None, :]  # [n, T, 1, s]
+  ink = np.rint(255 * sprites[..., None] * colours[:, None, None, None]).astype(np.uint8)
+  video[ni, ti, yi, xi] = np.maximum(video[ni, ti, yi, xi], ink)
+  if mask is not None:
+    mask[ni, ti, yi, xi] |= sprites > INK
+
+
+def _balanced_labels(rng, num: int, num_classes: int) -> np.ndarray:
+  return rng.permutation(np.arange(num) % num_classes).astype(np.int32)
+
+
+def _appearance_clips(rng, sprites, digit_labels, num, num_frames, image_size):
+  labels = _balanced_labels(rng, num, 10)
+  # A random pool digit of each clip's class.
+  order = np.argsort(digit_labels, kind="stable")
+  start = np.searchsorted(digit_labels[order], labels)
+  count = np.bincount(digit_labels, minlength=10)[labels]
+  digit = order[start + (rng.random(num) * count).astype(np.int64)]
+
+  s = sprites.shape[-1]
+  speed = (image_size / 32, 3 * image_size / 32)  # 1-3 px/frame on a 32 px canvas
+  video = np.zeros((num, num_frames, image_size, image_size, 3), np.uint8)
+  mask = np.zeros(video.shape[:-1], bool)
+  f = s * 3 // 8  # fragment size: a few strokes, too little to read as a digit
+  for _ in range(NUM_CLUTTER["appearance"]):
+    frag = _crop(rng, sprites[rng.integers(0, len(sprites), num)], f)
+    _paste(video, None, frag[:, None], _bounce(rng, num, num_frames, image_size - f, speed),
+           _colours(rng, num))
+  _paste(video, mask, sprites[digit, None], _bounce(rng, num, num_frames, image_size - s, speed),
+         _colours(rng, num))
+  return video, labels, mask
+
+
+def _temporal_clips(rng, sprites, labels, num_frames, image_size, phase0=None):
+  """Renders 'temporal' clips of the given labels; rng draws only label-free nuisance.
+
+  phase0: optional int [num, 2] start phases (left, right digit) in [0, num_frames/2).
+  """
+  num, h, s = len(labels), num_frames // 2, sprites.shape[-1]
+  digits = rng.integers(0, len(sprites), (num, 2))
+  colours = _colours(rng, 2 * num).reshape(num, 2, 3)
+  x = rng.integers(0, image_size // 2 - s + 1, (num, 2)) + [0, image_size // 2]  # own half each
+  y = rng.integers(0, image_size - s + 1, (num, 2))
+  offset = rng.uniform(0, s / h, (num, 2))
+  if phase0 is None:
+    phase0 = rng.integers(0, h, (num, 2))
+  clutter_digits = rng.integers(0, len(sprites), (NUM_CLUTTER["temporal"], num))
+  clutter_pos = rng.integers(0, image_size - s // 2 + 1, (NUM_CLUTTER["temporal"], num, 1, 2))
+  clutter_colours = _colours(rng, NUM_CLUTTER["temporal"] * num)
+
+  first_right, up1, up2 = labels // 4, labels // 2 % 2, labels % 2
+  t = np.arange(num_frames)
+  steps1 = np.minimum(t, h)[None] * (1 - 2 * up1[:, None])  # [num, T]; back at start at t = h
+  steps2 = np.maximum(t - h, 0)[None] * (1 - 2 * up2[:, None])
+  steps = np.where(first_right[:, None, None] == np.arange(2),  # [num, T, 2] (left, right)
+                   steps1[..., None], steps2[..., None])
+  scroll = np.rint(offset[:, None] + (phase0[:, None] + steps) * s / h).astype(np.int64)
+
+  video = np.zeros((num, num_frames, image_size, image_size, 3), np.uint8)
+  mask = np.zeros(video.shape[:-1], bool)
+  for k in range(NUM_CLUTTER["temporal"]):  # static, so it cannot serve as a clock
+    frag = _crop(rng, sprites[clutter_digits[k]], s // 2)
+    _paste(video, None, frag[:, None], np.repeat(clutter_pos[k], num_frames, 1),
+           clutter_colours[k * num:(k + 1) * num])
+  r = np.arange(s)
+  for d in range(2):  # frame t shows the digit rolled down by scroll[:, t, d] rows in its window
+    rows = (r - scroll[:, :, d, None]) % s  # [num, T, s]
+    film = sprites[digits[:, d, None, None, None], rows[..., None], r]  # [num, T, s, s]
+    corner = np.broadcast_to(np.stack([y[:, d], x[:, d]], -1)[:, None], (num, num_frames, 2))
+    _paste(video, mask, film, corner, colours[:, d])
+  return video, mask
+
+
+def _check(name, value, allowed):
+  if value not in allowed:
+    raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
+
+
+@functools.lru_cache(maxsize=4)  # a 4000-clip set is ~130 MB
+def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
+                       image_size: int = 32, seed: int = 0) -> dict:
+  """Returns {'video': uint8 [num, T, H, W, 3], 'label': int32 [num], 'mask': bool [num, T, H, W]}.
+
+  mask marks the task-relevant object(s) frame by frame: the labelled digit
+  ('appearance') or both orbiting digits ('temporal'), not the clutter. Labels are
+  balanced (counts differ by at most one). Cached, so the arrays are read-only.
+  """
+  _check("split", split, {"train", "test"})
+  _check("task", task, set(NUM_CLASSES))
+  if not isinstance(num, (int, np.integer)) or num < 1:
+    raise ValueError(f"num must be a positive int, got {num!r}")
+  if not isinstance(image_size, (int, np.integer)) or image_size < 16:
+    raise ValueError(f"image_size must be an int >= 16, got {image_size!r}")
+  if task == "temporal" and (num_frames < 6 or num_frames % 2):
+    raise ValueError(f"num_frames must be even and >= 6 for task='temporal' (a digit scrolls "
+                     f"round in num_frames/2 steps; in 2, up = down), got {num_frames!r}")
+  if not isinstance(num_frames, (int, np.integer)) or num_frames < 1:
+    raise ValueError(f"num_frames must be a positive int, got {num_frames!r}")
+
+  # Separate streams per (split, task) so that changing one never changes another.
+  rng = np.random.default_rng([seed, int(split == "test"), int(task == "temporal")])
+  sprites, digit_labels = _sprites(split, int(round(image_size * DIGIT_SIZE[task])))
+  if task == "appearance":
+    video, label, mask = _appearance_clips(rng, sprites, digit_labels, num, num_frames, image_size)
+  else:
+    label = _balanced_labels(rng, num, NUM_CLASSES["temporal"])
+    video, mask = _temporal_clips(rng, sprites, label, num_frames, image_size)
+  out = {"video": video, "label": label, "mask": mask}
+  for v in out.values():
+    v.flags.writeable = False
+  return out
