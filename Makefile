@@ -43,3 +43,15 @@ book: $(BOOK_STAMP)
 book-check: book
 	command -v chromium > /dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 	$(BOOK_VENV)/bin/python scripts/check_book.py
+
+# Executes every notebook, in order, into book/notebooks/ (the book renders those copies);
+# results go to results/<notebook>/. Stops at the first notebook that fails. Paths stay
+# relative so that no local path is recorded in the executed notebooks.
+PROFILE ?= small
+figures: $(STAMP)
+	mkdir -p book/notebooks
+	@set -e; for src in notebooks/[0-9]*.ipynb; do \
+	  [ -e "$$src" ] || continue; \
+	  echo "papermill $$src (profile=$(PROFILE))"; \
+	  $(VENV)/bin/papermill --progress-bar -k python3 "$$src" "book/notebooks/$$(basename $$src)" -p profile $(PROFILE); \
+	done

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain: tqdm.auto warns (with local paths) in notebooks lacking ipywidgets
 
 from mone import capacity as capacity_lib
 from mone import configs, flops, models, results
@@ -122,7 +122,8 @@ def num_train_steps(cfg: TrainConfig) -> int:
 def init_params(cfg: TrainConfig, model, sample_images):
   args = (train_capacities(cfg, 0),) if cfg.kind == "mone" else ()
   rngs = {"params": jax.random.key(cfg.seed), "routing": jax.random.key(cfg.seed + 1)}
-  params = model.init(rngs, sample_images, *args)["params"]
+  # jit: run op by op, init would compile hundreds of tiny programs (seconds per process).
+  params = jax.jit(lambda r, x: model.init(r, x, *args))(rngs, sample_images)["params"]
   if cfg.init_from:  # e.g. MoNE from a MatViT checkpoint: shared weights load, router/alpha stay fresh
     loaded = load_params(cfg.init_from)
     missing = sorted(set(params) - set(loaded))

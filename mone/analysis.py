@@ -1,0 +1,297 @@
+"""What the figure notebooks compute: shared run configs, curve summaries and router analysis.
+
+Three groups of functions:
+
+* Runs shared between notebooks. Every image notebook builds its MoNE configs with
+  `mone_config`, which evaluates each run on the same grid of inference capacities, so the
+  run at e_c=0.4 is trained once and reused (through `mone.experiments.run`'s cache) by
+  Figures 1, 3, 5 and 7.
+* Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points; `flops_match`
+  and `advantage_at_equal_flops` turn curves into the paper's claims ("matches ViT at 2x
+  fewer FLOPs", "beats MatViT at low FLOPs").
+* Router analysis: the full expert's router probability per token (`router_importance`),
+  the tokens above a threshold on it (Fig. 1), and how well a token selection overlaps the
+  ground-truth object tokens of the cluttered digits (`overlap`), against the exact
+  expectation for a router that picks the same number of tokens at random
+  (`random_router_baseline`; the paper's Fig. 6c / 7 comparison, as a number).
+
+Tokens are always in patch order (row-major over the patch grid), as the models' `aux`.
+"""
+import csv
+import dataclasses
+import io
+
+import numpy as np
+import scipy.stats
+
+from mone import capacity as capacity_lib
+from mone import experiments, results
+
+# Inference capacities every MoNE run is evaluated at (Fig. 5's grid). It must contain every
+# training e_c the notebooks use, so that each model is evaluated at the others' capacities;
+# smoke trains and evaluates at 0.3 and 0.4 only, so that CI compiles few programs.
+EVAL_GRID = {"smoke": (0.3, 0.4),
+             "small": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+             "paper": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)}
+
+# A token is an object token if at least this fraction of its pixels are the labelled
+# digit's own stroke pixels (`mone.digits` masks strokes, not a bounding box): 2 of the 16
+# pixels of a 4x4 patch. About 19% of the small profile's tokens qualify.
+OBJECT_FRACTION = 0.125
+
+
+# ------------------------------------------------------------- shared runs ---
+
+
+def mone_config(profile: str, e_c: float | None, data_dir: str = "", **overrides):
+  """The MoNE config of a profile at training capacity e_c (None with adaptive=True),
+  evaluated on EVAL_GRID[profile]. Notebooks that agree on (profile, e_c, overrides) share
+  one run."""
+  experiments.check_profile(profile)
+  return experiments.image_config(profile, data_dir, kind="mone", e_c=e_c,
+                                  eval_e_c=EVAL_GRID[profile], **overrides)
+
+
+def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
+  """Plot points {label, kind, e_c, width_index, gflops, accuracy_pct} of one finished run.
+
+  MatViT gives one point per nested width; a fixed-capacity MoNE run gives its training
+  capacity only, unless all_capacities (every evaluated e_c, as Fig. 5 needs; an adaptive
+  run always gives all); ViT and MoD give their one model. Accuracy is in percent.
+  """
+  cfg = metrics["config"]
+  cfg = cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)  # straight from train.train
+  evals = metrics["evals"]
+  if metrics["kind"] == "mone" and not cfg["adaptive"] and not all_capacities:
+    evals = [ev for ev in evals if ev["e_c"] == cfg["e_c"]]
+  return [{"kind": metrics["kind"], "variant": cfg["model"]["name"], "train_e_c": cfg["e_c"],
+           "adaptive": cfg["adaptive"], "iso_flops": cfg["iso_flops"], "e_c": ev["e_c"],
+           "width_index": ev["width_index"], "gflops": ev["gflops"],
+           "accuracy_pct": 100.0 * ev["accuracy"]} for ev in evals]
+
+
+def interpolate(curve: list[dict], gflops: float) -> float:
+  """Accuracy of a curve (points sorted or not) at gflops, linear between its points; NaN
+  outside the curve's FLOPs range (no extrapolation)."""
+  xs = np.array([p["gflops"] for p in curve], float)
+  ys = np.array([p["accuracy_pct"] for p in curve], float)
+  order = np.argsort(xs)
+  xs, ys = xs[order], ys[order]
+  if not len(xs) or gflops < xs[0] - 1e-12 or gflops > xs[-1] + 1e-12:
+    return float("nan")
+  return float(np.interp(gflops, xs, ys))
+
+
+def flops_match(curve: list[dict], ref: dict, tolerance: float = 1.0) -> dict | None:
+  """The cheapest point of curve within `tolerance` accuracy points of (or above) ref, with
+  the FLOPs reduction ref_gflops / gflops and the gap accuracy - ref_accuracy; None if no
+  point comes that close."""
+  ok = [p for p in curve if p["accuracy_pct"] >= ref["accuracy_pct"] - tolerance]
+  if not ok:
+    return None
+  best = min(ok, key=lambda p: p["gflops"])
+  return {**best, "reduction": ref["gflops"] / best["gflops"],
+          "gap": best["accuracy_pct"] - ref["accuracy_pct"]}
+
+
+def advantage_at_equal_flops(curve: list[dict], baseline: list[dict]) -> list[dict]:
+  """For each baseline point inside curve's FLOPs range: curve's interpolated accuracy there
+  minus the baseline's (positive = curve better at equal FLOPs)."""
+  out = []
+  for p in sorted(baseline, key=lambda p: p["gflops"]):
+    acc = interpolate(curve, p["gflops"])
+    if np.isfinite(acc):
+      out.append({"gflops": p["gflops"], "baseline_pct": p["accuracy_pct"], "curve_pct": acc,
+                  "advantage": acc - p["accuracy_pct"]})
+  return out
+
+
+def save_table(rows: list[dict], notebook: str, name: str):
+  """Writes rows (dicts with the same keys) as results/<notebook>/<name>.csv."""
+  buf = io.StringIO()
+  writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+  writer.writeheader()
+  writer.writerows(rows)
+  path = experiments.results_root() / notebook / f"{name}.csv"
+  results.atomic_write_text(path, buf.getvalue())
+  return path
+
+
+def format_table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
+  """rows as a plain-text table of the given columns (floats to `digits` significant digits)."""
+  def fmt(v):
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+  cells = [columns] + [[fmt(r.get(c, "")) for c in columns] for r in rows]
+  widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+  return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+
+
+def quiet_notebook():
+  """Silences two messages that would land in every executed notebook, with local paths in
+  them: tqdm's "IProgress not found" warning (`mone.train` imports tqdm.auto, and the
+  environment has no ipywidgets) and orbax's warnings on opening a checkpoint read-only."""
+  import logging
+  import warnings
+  warnings.filterwarnings("ignore", message="IProgress not found")
+  logging.getLogger("absl").setLevel(logging.ERROR)
+
+
+# ------------------------------------------------------------ router outputs ---
+
+
+def eval_examples(cfg, num: int) -> dict:
+  """The first `num` test examples of cfg's dataset as stored: uint8 'image' [n, H, W, 3],
+  'label' and, for the embedded digits, the object 'mask' [n, H, W]."""
+  from mone import train
+  source = train.data_sources(cfg)[1]
+  return dict(source.get_batch(np.arange(min(num, len(source)))))
+
+
+def _model_input(images):
+  images = np.asarray(images)
+  if images.dtype == np.uint8:  # as the input pipeline normalises
+    return images.astype(np.float32) / np.float32(127.5) - 1
+  return images.astype(np.float32)
+
+
+def router_outputs(params, cfg, images, e_c: float | None = None, batch_size: int = 256):
+  """First router of a MoNE model on images (uint8, or float in [-1, 1]):
+  (router_probs float32 [n, N, E], assignment int32 [n, N]), tokens in patch order and
+  experts from 0 (smallest) to E-1 (the full model). The assignment is EPR's at inference
+  capacity e_c (default: the training e_c); the probabilities do not depend on e_c."""
+  import jax
+  from mone import train
+  e_c = cfg.e_c if e_c is None else e_c
+  if e_c is None:
+    raise ValueError("e_c is needed for an adaptively trained model (cfg.e_c is None)")
+  caps = tuple(capacity_lib.allocation(cfg.allocation, e_c, cfg.model.num_experts))
+  model = train.build_model(cfg)
+
+  @jax.jit
+  def forward(params, x, key):
+    _, aux = model.apply({"params": params}, x, caps, drop_smallest=cfg.allocation == "mod_greedy",
+                         rngs={"routing": key})
+    return aux["router_probs"], aux["assignment"]
+
+  x = _model_input(images)
+  key = jax.random.key(cfg.seed + 2)  # as mone.train.evaluate: the random router's draw
+  probs, assignment = [], []
+  for i in range(0, len(x), batch_size):
+    chunk = x[i:i + batch_size]
+    pad = batch_size - len(chunk) if len(x) > batch_size else 0  # one static shape per call
+    p, a = forward(params, np.concatenate([chunk, np.repeat(chunk[:1], pad, 0)]), key)
+    probs.append(np.asarray(p)[:len(chunk)])
+    assignment.append(np.asarray(a)[:len(chunk)])
+  return np.concatenate(probs), np.concatenate(assignment)
+
+
+def router_importance(params, cfg, images) -> np.ndarray:
+  """Per-token importance [n, N] as MoNE perceives it: the router's probability for the full
+  expert, the score by which EPR fills the full expert first (Algorithm 1; Fig. 1)."""
+  probs, _ = router_outputs(params, cfg, images)
+  return probs[..., -1]
+
+
+def tokens_above_threshold(importance, q: float) -> np.ndarray:
+  """Tokens whose importance is above the per-image q-quantile: bool [..., N] with exactly
+  round((1 - q) N) tokens per image, the highest-scoring (ties to the earlier patch).
+
+  Raising q processes fewer tokens with the full model (Fig. 1, left to right); the tokens
+  kept at q are what EPR gives the full expert at capacity c_E = 1 - q.
+  """
+  if not 0 <= q <= 1:
+    raise ValueError(f"q must be in [0, 1], got {q}")
+  importance = np.asarray(importance)
+  n = importance.shape[-1]
+  k = int(round((1 - q) * n))
+  rank = np.argsort(np.argsort(-importance, axis=-1, kind="stable"), axis=-1, kind="stable")
+  return rank < k
+
+
+def object_tokens(object_mask, min_fraction: float = OBJECT_FRACTION) -> np.ndarray:
+  """bool [n, N] object tokens from per-token object coverage (`mone.digits.token_mask`);
+  a bool mask passes through unchanged."""
+  object_mask = np.asarray(object_mask)
+  if object_mask.dtype == bool:
+    return object_mask
+  if not 0 < min_fraction <= 1:
+    raise ValueError(f"min_fraction must be in (0, 1], got {min_fraction}")
+  return object_mask >= min_fraction
+
+
+def _ratio(num, den):
+  num, den = np.asarray(num, float), np.asarray(den, float)
+  return np.divide(num, den, out=np.full(np.broadcast(num, den).shape, np.nan), where=den > 0)
+
+
+def _mean(x) -> float:
+  x = np.asarray(x, float)
+  return float(np.nanmean(x)) if np.any(np.isfinite(x)) else float("nan")
+
+
+def overlap(selected, object_mask, min_fraction: float = OBJECT_FRACTION) -> dict:
+  """How well selected tokens (bool [n, N]) cover the object tokens.
+
+  object_mask: per-token object coverage float [n, N] (`mone.digits.token_mask`; a token
+  is an object token if coverage >= min_fraction) or bool object tokens.
+  Returns the means over images of IoU = |S & O| / |S | O|, precision = |S & O| / |S| and
+  recall = |S & O| / |O| (an image where a ratio is 0/0 is left out of that mean), and the
+  mean fractions of tokens selected and of object tokens.
+  """
+  s = np.asarray(selected, bool)
+  o = object_tokens(object_mask, min_fraction)
+  if s.shape != o.shape:
+    raise ValueError(f"selected {s.shape} and object_mask {o.shape} must have the same shape")
+  inter, union = (s & o).sum(-1), (s | o).sum(-1)
+  return {"iou": _mean(_ratio(inter, union)), "precision": _mean(_ratio(inter, s.sum(-1))),
+          "recall": _mean(_ratio(inter, o.sum(-1))), "selected_fraction": float(s.mean()),
+          "object_fraction": float(o.mean())}
+
+
+def random_router_baseline(object_mask, num_selected, min_fraction: float = OBJECT_FRACTION) -> dict:
+  """Expected `overlap` scores of a router that picks num_selected tokens per image uniformly
+  at random (the random router of Sec. 6 under the same capacities), computed exactly.
+
+  With N tokens, m object tokens and k selected, the overlap X is hypergeometric(N, m, k):
+  E[precision] = m / N, E[recall] = k / N and E[IoU] = sum_x P(X = x) x / (k + m - x).
+  num_selected: an int or one count per image.
+  """
+  o = object_tokens(object_mask, min_fraction)
+  n_img, n_tok = o.shape
+  m = o.sum(-1)
+  k = np.broadcast_to(np.asarray(num_selected, int), (n_img,))
+  if np.any(k < 0) or np.any(k > n_tok):
+    raise ValueError(f"num_selected must be in [0, {n_tok}], got {num_selected!r}")
+  iou = np.full(n_img, np.nan)
+  for i in range(n_img):
+    if k[i] + m[i] == 0:
+      continue
+    x = np.arange(min(k[i], m[i]) + 1)
+    pmf = scipy.stats.hypergeom.pmf(x, n_tok, m[i], k[i])
+    iou[i] = np.sum(pmf * x / (k[i] + m[i] - x))
+  return {"iou": _mean(iou), "precision": _mean(np.where(k > 0, m / n_tok, np.nan)),
+          "recall": _mean(_ratio(k * (m > 0), n_tok * (m > 0))),
+          "selected_fraction": float(k.mean() / n_tok), "object_fraction": float(o.mean())}
+
+
+# ----------------------------------------------------------------- overlays ---
+
+
+def upsample_token_map(values, image_size: int, patch: int) -> np.ndarray:
+  """Per-token values [..., N] (patch order) -> per-pixel [..., image_size, image_size]."""
+  values = np.asarray(values)
+  g = image_size // patch
+  if image_size % patch or values.shape[-1] != g * g:
+    raise ValueError(f"values must have {g * g} tokens for image_size={image_size} and "
+                     f"patch={patch}, got shape {values.shape}")
+  grid = values.reshape(*values.shape[:-1], g, g)
+  return np.repeat(np.repeat(grid, patch, axis=-2), patch, axis=-1)
+
+
+def highlight_tokens(image, selected, patch: int, dim: float = 0.35) -> np.ndarray:
+  """image (uint8 [H, W, 3]) as float in [0, 1] with unselected tokens (bool [N]) faded
+  towards white, as in the paper's Figs. 1 and 7."""
+  img = np.asarray(image, np.float32) / (255.0 if np.asarray(image).dtype == np.uint8 else 1.0)
+  keep = upsample_token_map(np.asarray(selected, np.float32), img.shape[0], patch)[..., None]
+  return img * (keep + (1 - keep) * dim) + (1 - keep) * (1 - dim)
+
