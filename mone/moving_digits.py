@@ -43,7 +43,10 @@ CLASS_NAMES = {
                       for d1 in ("down", "up") for d2 in ("down", "up")),
 }
 NUM_CLUTTER = {"appearance": 3, "temporal": 2}  # fragments of other digits
-DIGIT_SIZE = {"appearance": 1 / 2, "temporal": 1 / 2}  # of image_size ("temporal": half each)
+# Digit (and 'temporal' window) size as a fraction of image_size. 'temporal' windows fill
+# half the width each, so a digit scrolls 4 px per frame at T = 8: with 12 px windows (3 px
+# steps) a tiny ViViT stayed at chance for 1,600 steps; with 16 px it reached ~92%.
+DIGIT_SIZE = {"appearance": 1 / 2, "temporal": 1 / 2}
 INK = 0.3  # sprite intensity (of 1) above which a pixel counts as part of the object
 
 
@@ -90,17 +93,18 @@ def _paste(video, mask, sprites, pos, colours):
   """Max-composites sprites [n, T or 1, s, s] at top-left corners pos [n, T, 2], in place.
 
   video: uint8 [n, T, H, W, 3]; mask: bool [n, T, H, W] or None (clutter). No two
-  pixels of one sprite share an index, so a gather-max-scatter needs no np.maximum.at.
+  pixels of one sprite share an index, so a gather-max-scatter needs no np.maximum.at;
+  one flat index (rather than four broadcast ones) makes it several times faster.
   """
-  n, t = pos.shape[:2]
+  n, t, h, w = video.shape[:4]
   r = np.arange(sprites.shape[-1])
-  ni, ti = np.arange(n)[:, None, None, None], np.arange(t)[None, :, None, None]
-  yi = pos[..., 0, None, None] + r[:, None]  # [n, T, s, 1]
-  xi = pos[..., 1, None, None] + r[None, :]  # [n, T, 1, s]
+  rows = (np.arange(n)[:, None] * t + np.arange(t)) * h + pos[..., 0]  # [n, T]
+  flat = (rows[..., None, None] + r[:, None]) * w + (pos[..., 1, None, None] + r)  # [n, T, s, s]
   ink = np.rint(255 * sprites[..., None] * colours[:, None, None, None]).astype(np.uint8)
-  video[ni, ti, yi, xi] = np.maximum(video[ni, ti, yi, xi], ink)
+  pixels = video.reshape(-1, 3)  # views, so the writes land in video and mask
+  pixels[flat] = np.maximum(pixels[flat], ink)
   if mask is not None:
-    mask[ni, ti, yi, xi] |= sprites > INK
+    mask.reshape(-1)[flat] |= sprites > INK
 
 
 def _balanced_labels(rng, num: int, num_classes: int) -> np.ndarray:
