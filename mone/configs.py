@@ -148,10 +148,11 @@ def imagenet1k() -> TrainConfig:
 
 def video_temporal() -> TrainConfig:
   """The small video profile, SSv2's stand-in: XS/4x2 ViViT-FE (4 spatial + 2 temporal
-  layers, 8 frames of 32 px, 4 x 64 tokens) on moving digits whose label is motion order."""
+  layers, 8 frames of 32 px, 4 x 64 tokens) on moving digits whose label is motion order.
+  A tiny ViViT sat at chance for ~400 steps and reached ~92% after ~1,500 in calibration."""
   return TrainConfig(name="video_temporal", dataset="moving_digits", video_task="temporal",
                      model=model_config.vivit("XS/4x2", num_classes=8), num_train=4000, num_test=1000,
-                     batch_size=32, eval_batch_size=100, steps=600, lr=3e-3, warmup_steps=50)
+                     batch_size=32, eval_batch_size=100, steps=1500, lr=3e-3, warmup_steps=50)
 
 
 def video_appearance() -> TrainConfig:
