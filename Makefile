@@ -48,10 +48,18 @@ book-check: book
 # results go to results/<notebook>/. Stops at the first notebook that fails. Paths stay
 # relative so that no local path is recorded in the executed notebooks.
 PROFILE ?= small
+# The smoke profile (a check that every notebook runs) must never overwrite real results.
+ifeq ($(PROFILE),smoke)
+NB_OUT := .cache/smoke/notebooks
+figures: export MONE_RESULTS_DIR := $(CURDIR)/.cache/smoke/results
+figures: export MONE_CACHE_DIR := $(CURDIR)/.cache/smoke
+else
+NB_OUT := book/notebooks
+endif
 figures: $(STAMP)
-	mkdir -p book/notebooks
+	mkdir -p $(NB_OUT)
 	@set -e; for src in notebooks/[0-9]*.ipynb; do \
 	  [ -e "$$src" ] || continue; \
 	  echo "papermill $$src (profile=$(PROFILE))"; \
-	  $(VENV)/bin/papermill --progress-bar -k python3 "$$src" "book/notebooks/$$(basename $$src)" -p profile $(PROFILE); \
+	  $(VENV)/bin/papermill --progress-bar -k python3 "$$src" "$(NB_OUT)/$$(basename $$src)" -p profile $(PROFILE); \
 	done
