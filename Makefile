@@ -25,7 +25,7 @@ $(STAMP): requirements/lock.txt pyproject.toml
 env: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
+	$(PY) -m pytest -q --durations=10 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
 
 # The book builds in its own venv: jupyter-book 1.x pins markdown-it-py 3, the main env has 4.
 BOOK_VENV := .venv-book
