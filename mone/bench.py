@@ -1,0 +1,281 @@
+"""Wall-clock speed of MoNE against the dense ViT it saves FLOPs on, on this machine.
+
+  python -m mone.bench --variant S/16 --batch 8 32 --mode forward train --json results/bench/cpu.json
+
+For every (mode, batch) it builds the dense ViT, MoNE at each e_c, the MatViT sub-model with
+the FLOPs closest to each MoNE, and the naive masked MoNE (`mone.masked`), all from one set
+of parameters; jit-compiles them; warms them up; then times them round-robin (A B C ... A B C
+...), so a change in machine load hits every contender alike, and reports medians.
+speed-up = dense median / median, flop_ratio = dense FLOPs / FLOPs (analytic, `mone.flops`),
+efficiency = speed-up / flop_ratio: 1.0 means the model turns every saved FLOP into time.
+
+Both sides run the same code with the same tricks: the models share `mone.models.Block`, and
+a batch is processed in chunks of `--chunk` examples (a `lax.map`; training accumulates the
+gradient over chunks), chosen as the fastest for the dense ViT unless given. Timings are only
+meaningful on an otherwise idle machine: the load average is recorded with every row.
+
+A workload (images now, video later) is just a list of `Contender`s plus an input maker; see
+`image_workload`.
+"""
+import argparse
+import dataclasses
+import datetime
+import os
+import platform
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from mone import capacity, config, flops, masked, models, results
+
+E_CS = (0.2, 0.3, 0.4, 0.5, 0.6, 1.0)
+
+
+def _params_only(p):
+  return {"params": p}
+
+
+@dataclasses.dataclass
+class Contender:
+  name: str          # 'dense', 'mone', 'matvit' or 'masked'
+  e_c: float | None  # the MoNE e_c this row belongs to (None for the dense baseline)
+  macs: int          # analytic forward MACs per example (mone.flops)
+  apply: Callable    # (variables, inputs) -> logits
+  params: dict
+  note: str = ""
+  # params -> the variables `apply` takes, made once per step, outside the loop over chunks:
+  # nested models take their weight slices here (see models.nested_weights).
+  variables: Callable = _params_only
+
+
+@dataclasses.dataclass
+class Workload:
+  name: str
+  make_inputs: Callable  # batch -> (inputs, integer labels)
+  contenders: list       # contenders[0] is the dense baseline
+  baseline: str
+
+
+def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, masked_e_c=0.3,
+                   seed=0, **overrides) -> Workload:
+  """Dense ViT, MoNE at each e_c, MatViT at the closest FLOPs and the masked MoNE."""
+  cfg = config.vit(variant, **overrides)
+  shape = (cfg.image_size, cfg.image_size, cfg.channels)
+  mone, vit = models.ViT(cfg, routed=True), models.ViT(cfg)
+  probe = jnp.zeros((1, *shape))
+  p = jax.jit(lambda k: mone.init(k, probe, (0.25,) * cfg.num_experts))(jax.random.key(seed))["params"]
+  p_dense = {k: v for k, v in p.items() if not k.startswith("router") and k != "alpha"}
+
+  def nested(widths):
+    return lambda p: {"params": p, "nested": models.nested_weights(p, widths)}
+
+  dense_macs = flops.macs(cfg, "vit")
+  out = [Contender("dense", None, dense_macs, lambda v, x: vit.apply(v, x)[0], p_dense,
+                   "ViT, all tokens at width D")]
+  rel = [w / cfg.width for w in cfg.expert_widths]
+  matvit_macs = [flops.macs(cfg, "matvit", r) for r in rel]
+  for e_c in e_cs:
+    caps = tuple(capacity.capacity_distribution(e_c, cfg.num_experts))
+    out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
+                         lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
+                         "capacities " + ", ".join(f"{c:.3f}" for c in caps), nested(cfg.expert_widths)))
+    j = int(np.argmin([abs(m - out[-1].macs) for m in matvit_macs]))
+    if with_matvit and j < cfg.num_experts - 1:  # the largest sub-model is the dense ViT itself
+      out.append(Contender("matvit", e_c, matvit_macs[j],
+                           lambda v, x, j=j: vit.apply(v, x, width_index=j)[0], p_dense,
+                           f"sub-model width {cfg.expert_widths[j]} (width_index={j})",
+                           nested(cfg.expert_widths[j:j + 1])))
+    if with_masked and abs(e_c - masked_e_c) < 1e-9:
+      router_macs = cfg.num_routers * cfg.num_tokens * cfg.width * cfg.num_experts
+      out.append(Contender("masked", e_c, dense_macs + router_macs,
+                           lambda v, x, caps=caps: masked.masked_apply(v, cfg, x, caps)[0], p,
+                           "naive MoNE: every token at width D, masked (mone.masked)"))
+
+  def make_inputs(batch):
+    kx, ky = jax.random.split(jax.random.key(seed + 1))
+    return (jax.random.normal(kx, (batch, *shape)),
+            jax.random.randint(ky, (batch,), 0, cfg.num_classes))
+
+  return Workload(f"ViT-{variant} {cfg.image_size}px", make_inputs, out,
+                  f"dense ViT-{variant} ({flops.gflops(cfg):.2f} GFLOPs/example), the same Block code "
+                  "as MoNE (heads-major attention, erf GELU), float32, jit")
+
+
+# ---------------------------------------------------------------------------------------------
+# The timed functions: one forward pass, or one training step (forward, backward, AdamW).
+
+def _chunks(x, chunk):
+  return x.reshape(x.shape[0] // chunk, chunk, *x.shape[1:])
+
+
+def forward_fn(c: Contender, chunk: int, batch: int):
+  """Logits of a batch, `chunk` examples at a time: a chunk's activations stay in cache."""
+  def f(p, x):
+    v = c.variables(p)
+    if chunk >= batch:
+      return c.apply(v, x)
+    return jax.lax.map(lambda xc: c.apply(v, xc), _chunks(x, chunk)).reshape(batch, -1)
+  return jax.jit(f)
+
+
+def train_fn(c: Contender, chunk: int, batch: int, tx):
+  """One optimizer step on the mean cross-entropy; the gradient is summed over chunks."""
+  def loss(v, x, y):
+    return optax.softmax_cross_entropy_with_integer_labels(c.apply(v, x), y).sum() / batch
+
+  def step(state, x, y):
+    p, opt = state
+    v, pullback = jax.vjp(c.variables, p)  # weight slices once per step, not per chunk
+    if chunk >= batch:
+      g = jax.grad(loss)(v, x, y)
+    else:
+      def acc(g, xy):
+        return jax.tree.map(jnp.add, g, jax.grad(loss)(v, *xy)), None
+      g, _ = jax.lax.scan(acc, jax.tree.map(jnp.zeros_like, v), (_chunks(x, chunk), _chunks(y, chunk)))
+    (g,) = pullback(g)
+    updates, opt = tx.update(g, opt, p)
+    return optax.apply_updates(p, updates), opt
+
+  return jax.jit(step, donate_argnums=0)
+
+
+def optimizer():
+  return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=1e-4))
+
+
+def make_runner(c: Contender, mode: str, inputs, labels, chunk: int):
+  """A no-argument callable that runs one batch to completion; compiled on creation."""
+  batch = inputs.shape[0]
+  if mode == "forward":
+    f = forward_fn(c, chunk, batch)
+    run = lambda: jax.block_until_ready(f(c.params, inputs))
+  else:
+    tx = optimizer()
+    f = train_fn(c, chunk, batch, tx)
+    state = [(jax.tree.map(jnp.copy, c.params), tx.init(c.params))]
+
+    def run():  # the step donates its state, so keep the new one
+      state[0] = jax.block_until_ready(f(state[0], inputs, labels))
+  run()  # compile
+  return run
+
+
+def time_round_robin(runners, reps: int, warmup: int = 1):
+  """Per-runner times in seconds, measured A B C ... A B C ... after `warmup` rounds."""
+  for _ in range(warmup):
+    for r in runners:
+      r()
+  times = [[] for _ in runners]
+  for _ in range(reps):
+    for r, t in zip(runners, times):
+      t0 = time.perf_counter()
+      r()
+      t.append(time.perf_counter() - t0)
+  return times
+
+
+def tune_chunk(dense: Contender, mode, inputs, labels, candidates, reps=3):
+  """The chunk size at which the dense baseline is fastest (so no slow baseline flatters MoNE)."""
+  if len(candidates) == 1:
+    return candidates[0], {}
+  runners = [make_runner(dense, mode, inputs, labels, c) for c in candidates]
+  med = [float(np.median(t)) for t in time_round_robin(runners, reps)]
+  return candidates[int(np.argmin(med))], {c: m * 1e3 for c, m in zip(candidates, med)}
+
+
+def chunk_candidates(batch: int, chunk: str):
+  if chunk != "auto":
+    return [min(int(chunk), batch)]
+  return [c for c in (batch, 16, 8, 4) if c <= batch and batch % c == 0][:4] or [batch]
+
+
+# ---------------------------------------------------------------------------------------------
+# Running, reporting.
+
+def bench(workload: Workload, modes, batches, reps=7, chunk="auto", log=print):
+  rows = []
+  dense = workload.contenders[0]
+  for mode in modes:
+    for batch in batches:
+      inputs, labels = workload.make_inputs(batch)
+      ch, tried = tune_chunk(dense, mode, inputs, labels, sorted(set(chunk_candidates(batch, chunk))))
+      if tried:
+        log(f"[{mode} batch {batch}] dense ms by chunk: " + ", ".join(f"{c}: {m:.0f}" for c, m in tried.items()))
+      runners = [make_runner(c, mode, inputs, labels, ch) for c in workload.contenders]
+      load_start = os.getloadavg()[0]
+      times = time_round_robin(runners, reps)
+      load_end = os.getloadavg()[0]
+      base = float(np.median(times[0]))
+      for c, t in zip(workload.contenders, times):
+        med = float(np.median(t))
+        flop_ratio = dense.macs / c.macs
+        rows.append(dict(
+            workload=workload.name, mode=mode, batch=batch, model=c.name, e_c=c.e_c,
+            median_ms=med * 1e3, p25_ms=float(np.percentile(t, 25)) * 1e3,
+            p75_ms=float(np.percentile(t, 75)) * 1e3, reps=len(t), speedup=base / med,
+            flop_ratio=flop_ratio, efficiency=base / med / flop_ratio, gflops=c.macs / 1e9,
+            chunk=ch, dense_ms_by_chunk=tried, load_1m=[load_start, load_end], note=c.note))
+      log(table([r for r in rows if r["mode"] == mode and r["batch"] == batch]))
+  return rows
+
+
+def table(rows) -> str:
+  head = (f"{'mode':8s}{'batch':>6s}  {'model':8s}{'e_c':>5s}{'GFLOPs':>8s}{'median ms':>11s}"
+          f"{'p25-p75':>14s}{'speed-up':>10s}{'FLOP ratio':>11s}{'effic.':>8s}  note")
+  lines = [head, "-" * len(head)]
+  for r in rows:
+    e_c = "" if r["e_c"] is None else f"{r['e_c']:.1f}"
+    lines.append(f"{r['mode']:8s}{r['batch']:6d}  {r['model']:8s}{e_c:>5s}{r['gflops']:8.2f}"
+                 f"{r['median_ms']:11.1f}{r['p25_ms']:7.0f}-{r['p75_ms']:<6.0f}{r['speedup']:10.2f}"
+                 f"{r['flop_ratio']:11.2f}{r['efficiency']:8.2f}  {r['note']}")
+  r0 = rows[0]
+  lines.append(f"chunk {r0['chunk']} examples; load average (1 min) {r0['load_1m'][0]:.2f} -> {r0['load_1m'][1]:.2f}")
+  return "\n".join(lines)
+
+
+def machine() -> dict:
+  cpu = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo") as f:
+      cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+  except (OSError, StopIteration):
+    pass
+  return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__,
+          "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+          "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--variant", default="S/16")
+  ap.add_argument("--batch", type=int, nargs="+", default=[8, 32])
+  ap.add_argument("--e-c", type=float, nargs="+", default=list(E_CS))
+  ap.add_argument("--mode", nargs="+", choices=("forward", "train"), default=["forward", "train"])
+  ap.add_argument("--reps", type=int, default=7, help="timed rounds after one warm-up round")
+  ap.add_argument("--chunk", default="auto", help="examples per chunk, or 'auto' (fastest for dense)")
+  ap.add_argument("--no-matvit", action="store_true")
+  ap.add_argument("--no-masked", action="store_true")
+  ap.add_argument("--json", default=str(results.RESULTS / "bench" / "cpu.json"))
+  args = ap.parse_args(argv)
+
+  wl = image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
+                      with_masked=not args.no_masked,
+                      masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0])
+  meta = machine()
+  print(f"{wl.name} on {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
+        f"load average {meta['load_avg'][0]:.2f}\nbaseline: {wl.baseline}")
+  rows = bench(wl, args.mode, args.batch, args.reps, args.chunk)
+  meta["load_avg_end"] = list(os.getloadavg())
+  if args.json:
+    results.atomic_write_json(args.json, {"machine": meta, "baseline": wl.baseline, "workload": wl.name,
+                                          "args": vars(args), "rows": rows, **results.provenance()})
+    print(f"wrote {args.json}")
+  return rows
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,49 @@
+"""The benchmark machinery on a tiny model: schema, FLOP accounting, chunking. No timing claims."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from mone import bench, config, flops, results
+
+KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75_ms", "reps",
+        "speedup", "flop_ratio", "efficiency", "gflops", "chunk", "load_1m", "note"}
+
+
+def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path):
+  path = tmp_path / "bench.json"
+  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--mode", "forward", "train",
+              "--reps", "1", "--chunk", "1", "--json", str(path)])
+  out = results.read_json(path)
+  assert {"cpu_model", "cores", "jax", "load_avg", "date"} <= set(out["machine"])
+  assert "dense" in out["baseline"]
+  rows = out["rows"]
+  for mode in ("forward", "train"):
+    models = [(r["model"], r["e_c"]) for r in rows if r["mode"] == mode]
+    assert models == [("dense", None), ("mone", 0.3), ("matvit", 0.3), ("masked", 0.3)]
+  cfg = config.vit("tiny/8")
+  dense = flops.gflops(cfg)
+  for r in rows:
+    assert KEYS <= set(r)
+    assert r["median_ms"] > 0 and r["reps"] == 1 and r["chunk"] == 1
+    assert np.isclose(r["efficiency"], r["speedup"] / r["flop_ratio"])
+    if r["model"] == "dense":
+      assert r["speedup"] == 1.0 and r["flop_ratio"] == 1.0
+    if r["model"] == "mone":
+      assert np.isclose(r["flop_ratio"], dense / flops.gflops(cfg, "mone", r["e_c"]))
+    if r["model"] == "matvit":  # the sub-model with the FLOPs closest to MoNE at e_c = 0.3
+      assert np.isclose(r["flop_ratio"], dense / flops.gflops(cfg, "matvit", 0.25))
+
+
+def test_chunking_changes_nothing_but_speed():
+  wl = bench.image_workload("tiny/8", [0.3], with_matvit=False, with_masked=False)
+  x, y = wl.make_inputs(4)
+  mone = wl.contenders[1]
+  whole = bench.forward_fn(mone, 4, 4)(mone.params, x)
+  chunked = bench.forward_fn(mone, 2, 4)(mone.params, x)
+  np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-5)
+
+  tx = optax.sgd(1.0)  # the update is the gradient itself: accumulating over chunks is exact
+  new = [bench.train_fn(mone, c, 4, tx)((jax.tree.map(jnp.copy, mone.params), tx.init(mone.params)), x, y)[0]
+         for c in (4, 1)]
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *new)
