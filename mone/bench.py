@@ -3,19 +3,22 @@
   python -m mone.bench --variant S/16 --batch 8 32 --mode forward train --json results/bench/cpu.json
 
 For every (mode, batch) it builds the dense ViT, MoNE at each e_c, the MatViT sub-model with
-the FLOPs closest to each MoNE, and the naive masked MoNE (`mone.masked`), all from one set
-of parameters; jit-compiles them; warms them up; then times them round-robin (A B C ... A B C
-...), so a change in machine load hits every contender alike, and reports medians.
+the FLOPs closest to each MoNE, and the naive masked MoNE (`mone.masked`), all from one set of
+parameters; jit-compiles them; warms them up; then times them round-robin (A B C ... A B C ...),
+so that a change in machine load hits every contender alike, and reports medians.
 speed-up = dense median / median, flop_ratio = dense FLOPs / FLOPs (analytic, `mone.flops`),
-efficiency = speed-up / flop_ratio: 1.0 means the model turns every saved FLOP into time.
+efficiency = speed-up / flop_ratio: 1.0 means a model turns every saved FLOP into time.
 
-Both sides run the same code with the same tricks: the models share `mone.models.Block`, and
-a batch is processed in chunks of `--chunk` examples (a `lax.map`; training accumulates the
-gradient over chunks), chosen as the fastest for the dense ViT unless given. Timings are only
-meaningful on an otherwise idle machine: the load average is recorded with every row.
+Both sides run the same code with the same tricks: the models share `mone.models.Block`
+(heads-major attention, erf GELU, single-pass LayerNorm), and every model processes a batch
+in chunks (a `lax.map`; training sums the gradient over chunks), each at the chunk size that
+is fastest for it (`--chunk auto`; on the 2-core CPU a chunked dense forward is ~1.2x faster
+than a whole-batch one, so a whole-batch baseline would flatter MoNE). Nested models slice
+their weights once per step, outside the chunk loop (`models.nested_weights`).
+Timings only mean something on an otherwise idle machine: every row records the load average.
 
-A workload (images now, video later) is just a list of `Contender`s plus an input maker; see
-`image_workload`.
+A workload (images now, video later) is a list of `Contender`s and an input maker: see
+`image_workload`; a video row needs a `video_workload` built the same way from mone.vivit.
 """
 import argparse
 import dataclasses
@@ -178,39 +181,43 @@ def time_round_robin(runners, reps: int, warmup: int = 1):
   return times
 
 
-def tune_chunk(dense: Contender, mode, inputs, labels, candidates, reps=3):
-  """The chunk size at which the dense baseline is fastest (so no slow baseline flatters MoNE)."""
-  if len(candidates) == 1:
-    return candidates[0], {}
-  runners = [make_runner(dense, mode, inputs, labels, c) for c in candidates]
-  med = [float(np.median(t)) for t in time_round_robin(runners, reps)]
-  return candidates[int(np.argmin(med))], {c: m * 1e3 for c, m in zip(candidates, med)}
+def tune_chunk(c: Contender, mode, inputs, labels, candidates, reps: int):
+  """The fastest chunk size for one contender: (chunk, its compiled runner, ms by chunk).
+
+  Every model gets its own best chunk, the dense baseline included, so that neither side is
+  handicapped: the dense ViT gains most from chunking (its big matmuls leave the cache),
+  MoNE's small per-expert matmuls gain less."""
+  runners = {ch: make_runner(c, mode, inputs, labels, ch) for ch in candidates}
+  if len(runners) == 1:
+    return candidates[0], runners[candidates[0]], {}
+  med = {ch: float(np.median(t)) * 1e3
+         for ch, t in zip(runners, time_round_robin(list(runners.values()), reps, warmup=0))}
+  best = min(med, key=med.get)
+  return best, runners[best], med
 
 
 def chunk_candidates(batch: int, chunk: str):
   if chunk != "auto":
     return [min(int(chunk), batch)]
-  return [c for c in (batch, 16, 8, 4) if c <= batch and batch % c == 0][:4] or [batch]
+  return [c for c in (batch, 16, 8, 4) if c <= batch and batch % c == 0][:3]
 
 
 # ---------------------------------------------------------------------------------------------
 # Running, reporting.
 
-def bench(workload: Workload, modes, batches, reps=7, chunk="auto", log=print):
+def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2, log=print):
   rows = []
   dense = workload.contenders[0]
   for mode in modes:
     for batch in batches:
       inputs, labels = workload.make_inputs(batch)
-      ch, tried = tune_chunk(dense, mode, inputs, labels, sorted(set(chunk_candidates(batch, chunk))))
-      if tried:
-        log(f"[{mode} batch {batch}] dense ms by chunk: " + ", ".join(f"{c}: {m:.0f}" for c, m in tried.items()))
-      runners = [make_runner(c, mode, inputs, labels, ch) for c in workload.contenders]
+      cands = chunk_candidates(batch, chunk)
       load_start = os.getloadavg()[0]
-      times = time_round_robin(runners, reps)
+      tuned = [tune_chunk(c, mode, inputs, labels, cands, tune_reps) for c in workload.contenders]
+      times = time_round_robin([r for _, r, _ in tuned], reps)
       load_end = os.getloadavg()[0]
       base = float(np.median(times[0]))
-      for c, t in zip(workload.contenders, times):
+      for c, (ch, _, tried), t in zip(workload.contenders, tuned, times):
         med = float(np.median(t))
         flop_ratio = dense.macs / c.macs
         rows.append(dict(
@@ -218,22 +225,22 @@ def bench(workload: Workload, modes, batches, reps=7, chunk="auto", log=print):
             median_ms=med * 1e3, p25_ms=float(np.percentile(t, 25)) * 1e3,
             p75_ms=float(np.percentile(t, 75)) * 1e3, reps=len(t), speedup=base / med,
             flop_ratio=flop_ratio, efficiency=base / med / flop_ratio, gflops=c.macs / 1e9,
-            chunk=ch, dense_ms_by_chunk=tried, load_1m=[load_start, load_end], note=c.note))
+            chunk=ch, ms_by_chunk=tried, load_1m=[load_start, load_end], note=c.note))
       log(table([r for r in rows if r["mode"] == mode and r["batch"] == batch]))
   return rows
 
 
 def table(rows) -> str:
-  head = (f"{'mode':8s}{'batch':>6s}  {'model':8s}{'e_c':>5s}{'GFLOPs':>8s}{'median ms':>11s}"
+  head = (f"{'mode':8s}{'batch':>6s}  {'model':8s}{'e_c':>5s}{'GFLOPs':>8s}{'chunk':>6s}{'median ms':>11s}"
           f"{'p25-p75':>14s}{'speed-up':>10s}{'FLOP ratio':>11s}{'effic.':>8s}  note")
   lines = [head, "-" * len(head)]
   for r in rows:
     e_c = "" if r["e_c"] is None else f"{r['e_c']:.1f}"
-    lines.append(f"{r['mode']:8s}{r['batch']:6d}  {r['model']:8s}{e_c:>5s}{r['gflops']:8.2f}"
+    lines.append(f"{r['mode']:8s}{r['batch']:6d}  {r['model']:8s}{e_c:>5s}{r['gflops']:8.2f}{r['chunk']:6d}"
                  f"{r['median_ms']:11.1f}{r['p25_ms']:7.0f}-{r['p75_ms']:<6.0f}{r['speedup']:10.2f}"
                  f"{r['flop_ratio']:11.2f}{r['efficiency']:8.2f}  {r['note']}")
   r0 = rows[0]
-  lines.append(f"chunk {r0['chunk']} examples; load average (1 min) {r0['load_1m'][0]:.2f} -> {r0['load_1m'][1]:.2f}")
+  lines.append(f"load average (1 min) {r0['load_1m'][0]:.2f} -> {r0['load_1m'][1]:.2f}")
   return "\n".join(lines)
 
 
@@ -256,7 +263,9 @@ def main(argv=None):
   ap.add_argument("--e-c", type=float, nargs="+", default=list(E_CS))
   ap.add_argument("--mode", nargs="+", choices=("forward", "train"), default=["forward", "train"])
   ap.add_argument("--reps", type=int, default=7, help="timed rounds after one warm-up round")
-  ap.add_argument("--chunk", default="auto", help="examples per chunk, or 'auto' (fastest for dense)")
+  ap.add_argument("--chunk", default="auto",
+                  help="examples per chunk, or 'auto': each model's fastest of batch, 16, 8 (4 for small batches)")
+  ap.add_argument("--tune-reps", type=int, default=2, help="timed runs per chunk size when choosing it")
   ap.add_argument("--no-matvit", action="store_true")
   ap.add_argument("--no-masked", action="store_true")
   ap.add_argument("--json", default=str(results.RESULTS / "bench" / "cpu.json"))
@@ -268,7 +277,7 @@ def main(argv=None):
   meta = machine()
   print(f"{wl.name} on {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
         f"load average {meta['load_avg'][0]:.2f}\nbaseline: {wl.baseline}")
-  rows = bench(wl, args.mode, args.batch, args.reps, args.chunk)
+  rows = bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps)
   meta["load_avg_end"] = list(os.getloadavg())
   if args.json:
     results.atomic_write_json(args.json, {"machine": meta, "baseline": wl.baseline, "workload": wl.name,
