@@ -43,13 +43,15 @@ OBJECT_FRACTION = 0.125
 # ------------------------------------------------------------- shared runs ---
 
 
-def mone_config(profile: str, e_c: float | None, data_dir: str = "", **overrides):
+def mone_config(profile: str, e_c: float | None, data_dir: str = "", task: str | None = None,
+                **overrides):
   """The MoNE config of a profile at training capacity e_c (None with adaptive=True),
-  evaluated on EVAL_GRID[profile]. Notebooks that agree on (profile, e_c, overrides) share
-  one run."""
+  evaluated on EVAL_GRID[profile]: on images, or on the video `task` ('temporal' or
+  'appearance'). Notebooks that agree on (profile, task, e_c, overrides) share one run."""
   experiments.check_profile(profile)
-  return experiments.image_config(profile, data_dir, kind="mone", e_c=e_c,
-                                  eval_e_c=EVAL_GRID[profile], **overrides)
+  base = experiments.image_config if task is None else (
+      lambda *a, **kw: experiments.video_config(a[0], task, *a[1:], **kw))
+  return base(profile, data_dir, kind="mone", e_c=e_c, eval_e_c=EVAL_GRID[profile], **overrides)
 
 
 def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
@@ -104,6 +106,24 @@ def advantage_at_equal_flops(curve: list[dict], baseline: list[dict]) -> list[di
       out.append({"gflops": p["gflops"], "baseline_pct": p["accuracy_pct"], "curve_pct": acc,
                   "advantage": acc - p["accuracy_pct"]})
   return out
+
+
+def adaptation_summary(rows: list[dict], train_e_cs) -> dict:
+  """Fig. 5's claims as numbers, from `points(..., all_capacities=True)` rows of models
+  trained at each of train_e_cs plus one adaptive model (if present).
+
+  With a(t, e) the accuracy of the model trained at t evaluated at e, the regret
+  a(e, e) - a(t, e) is what evaluating at e costs a model trained elsewhere. Returns the mean
+  regret by shift |t - e| ('by_shift'), from high to low capacity ('down', t > e) and from
+  low to high ('up'), and the adaptive model's regret at each training e_c ('adaptive')."""
+  acc = {("adaptive" if p["adaptive"] else p["train_e_c"], p["e_c"]): p["accuracy_pct"] for p in rows}
+  regret = [(t, e, acc[e, e] - acc[t, e]) for t in train_e_cs for e in train_e_cs if t != e]
+  shifts = sorted({round(abs(t - e), 6) for t, e, _ in regret})
+  by_shift = {d: float(np.mean([r for t, e, r in regret if round(abs(t - e), 6) == d])) for d in shifts}
+  mean = lambda xs: float(np.mean(xs)) if xs else float("nan")
+  return {"regret": regret, "by_shift": by_shift,
+          "down": mean([r for t, e, r in regret if t > e]), "up": mean([r for t, e, r in regret if t < e]),
+          "adaptive": [acc[e, e] - acc["adaptive", e] for e in train_e_cs if ("adaptive", e) in acc]}
 
 
 def save_table(rows: list[dict], notebook: str, name: str):
@@ -206,6 +226,19 @@ def tokens_above_threshold(importance, q: float) -> np.ndarray:
   k = int(round((1 - q) * n))
   rank = np.argsort(np.argsort(-importance, axis=-1, kind="stable"), axis=-1, kind="stable")
   return rank < k
+
+
+def video_token_mask(mask, tubelet: int, patch: int) -> np.ndarray:
+  """Per-token object coverage of clips: float32 [n, T', N] from per-frame masks
+  bool [n, T, H, W], a tubelet token's coverage being the mean over its `tubelet` frames (as
+  `mone.digits.token_mask` per frame). Index [:, t] matches the routing of temporal index t."""
+  from mone import digits
+  mask = np.asarray(mask)
+  n, t, h, w = mask.shape
+  if tubelet < 1 or t % tubelet:
+    raise ValueError(f"tubelet must divide the number of frames {t}, got {tubelet!r}")
+  per_frame = digits.token_mask(mask.reshape(n * t, h, w), patch).reshape(n, t // tubelet, tubelet, -1)
+  return per_frame.mean(axis=2)
 
 
 def object_tokens(object_mask, min_fraction: float = OBJECT_FRACTION) -> np.ndarray:

@@ -17,14 +17,16 @@ than a whole-batch one, so a whole-batch baseline would flatter MoNE). Nested mo
 their weights once per step, outside the chunk loop (`models.nested_weights`).
 Timings only mean something on an otherwise idle machine: every row records the load average.
 
-A workload (images now, video later) is a list of `Contender`s and an input maker: see
-`image_workload`; a video row needs a `video_workload` built the same way from mone.vivit.
+A workload is a list of `Contender`s and an input maker: `image_workload` (ViT) and
+`video_workload` (the ViViT factorised encoder, MoNE on its spatial transformer).
+`check_targets` turns the rows into the issue's pass/fail targets.
 """
 import argparse
 import dataclasses
 import datetime
 import os
 import platform
+import resource
 import time
 from typing import Callable
 
@@ -33,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mone import capacity, config, flops, masked, models, results
+from mone import capacity, config, flops, masked, models, results, vivit
 
 E_CS = (0.2, 0.3, 0.4, 0.5, 0.6, 1.0)
 
@@ -87,7 +89,8 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps), nested(cfg.expert_widths)))
     j = int(np.argmin([abs(m - out[-1].macs) for m in matvit_macs]))
-    if with_matvit and j < cfg.num_experts - 1:  # the largest sub-model is the dense ViT itself
+    # The largest sub-model is the dense ViT itself; a sub-model closest to several e_c is timed once.
+    if with_matvit and j < cfg.num_experts - 1 and not any(c.name == "matvit" and c.macs == matvit_macs[j] for c in out):
       out.append(Contender("matvit", e_c, matvit_macs[j],
                            lambda v, x, j=j: vit.apply(v, x, width_index=j)[0], p_dense,
                            f"sub-model width {cfg.expert_widths[j]} (width_index={j})",
@@ -106,6 +109,34 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
   return Workload(f"ViT-{variant} {cfg.image_size}px", make_inputs, out,
                   f"dense ViT-{variant} ({flops.gflops(cfg):.2f} GFLOPs/example), the same Block code "
                   "as MoNE (heads-major attention, erf GELU), float32, jit")
+
+
+def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, **overrides) -> Workload:
+  """Dense ViViT-FE against MoNE-ViViT at each e_c (MoNE routes the spatial transformer only,
+  so the temporal transformer and the per-frame CLS tokens cost the same on both sides)."""
+  cfg = config.vivit(variant, num_frames=num_frames, **overrides)
+  shape = (cfg.num_frames, cfg.image_size, cfg.image_size, cfg.channels)
+  mone, dense = vivit.ViViT(cfg, routed=True), vivit.ViViT(cfg)
+  probe = jnp.zeros((1, *shape))
+  p = jax.jit(lambda k: mone.init(k, probe, (0.25,) * cfg.num_experts))(jax.random.key(seed))["params"]
+  p_dense = {k: v for k, v in p.items() if not k.startswith("router") and k != "alpha"}
+  out = [Contender("dense", None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
+                   "ViViT-FE, all tokens at width D")]
+  for e_c in e_cs:
+    caps = tuple(capacity.capacity_distribution(e_c, cfg.num_experts))
+    out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
+                         lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
+                         "capacities " + ", ".join(f"{c:.3f}" for c in caps),
+                         lambda p: {"params": p, "nested": models.nested_weights(p, cfg.expert_widths)}))
+
+  def make_inputs(batch):
+    kx, ky = jax.random.split(jax.random.key(seed + 1))
+    return (jax.random.normal(kx, (batch, *shape)),
+            jax.random.randint(ky, (batch,), 0, cfg.num_classes))
+
+  return Workload(f"ViViT-{variant} {cfg.num_frames}x{cfg.image_size}px", make_inputs, out,
+                  f"dense ViViT-{variant} FE ({flops.gflops(cfg):.2f} GFLOPs/clip of {cfg.num_frames} frames), "
+                  "the same Block code as MoNE, float32, jit")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,8 +236,11 @@ def chunk_candidates(batch: int, chunk: str):
 # ---------------------------------------------------------------------------------------------
 # Running, reporting.
 
-def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2, log=print):
-  rows = []
+def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2, log=print,
+          on_group=None, rows=None):
+  """Times every contender of workload for each (mode, batch); returns the rows, appended to
+  `rows` if given. on_group(rows) runs after each (mode, batch), e.g. to save progress."""
+  rows = [] if rows is None else rows
   dense = workload.contenders[0]
   for mode in modes:
     for batch in batches:
@@ -226,7 +260,9 @@ def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2,
             p75_ms=float(np.percentile(t, 75)) * 1e3, reps=len(t), speedup=base / med,
             flop_ratio=flop_ratio, efficiency=base / med / flop_ratio, gflops=c.macs / 1e9,
             chunk=ch, ms_by_chunk=tried, load_1m=[load_start, load_end], note=c.note))
-      log(table([r for r in rows if r["mode"] == mode and r["batch"] == batch]))
+      log(table([r for r in rows if r["mode"] == mode and r["batch"] == batch and r["workload"] == workload.name]))
+      if on_group:
+        on_group(rows)
   return rows
 
 
@@ -242,6 +278,30 @@ def table(rows) -> str:
   r0 = rows[0]
   lines.append(f"load average (1 min) {r0['load_1m'][0]:.2f} -> {r0['load_1m'][1]:.2f}")
   return "\n".join(lines)
+
+
+# The issue's targets for MoNE against the dense model, measured in one run (ViT-S/16 on CPU).
+TARGETS = (("forward", 0.3, "efficiency", 0.85), ("forward", 0.5, "efficiency", 0.9),
+           ("train", 0.3, "speedup", 2.0), ("forward", 1.0, "speedup", 0.95), ("train", 1.0, "speedup", 0.95))
+
+
+def check_targets(rows, workload=None) -> list[dict]:
+  """One entry per (target, batch) found in rows: the measured value and whether it holds.
+  speed-up >= 0.95 at e_c = 1.0 is "no more than 5% slower than the dense model"."""
+  out = []
+  for mode, e_c, key, need in TARGETS:
+    for r in rows:
+      if (r["model"] == "mone" and r["mode"] == mode and r["e_c"] is not None and abs(r["e_c"] - e_c) < 1e-9
+          and (workload is None or r["workload"] == workload)):
+        out.append({"workload": r["workload"], "mode": mode, "batch": r["batch"], "e_c": e_c, "metric": key,
+                    "target": need, "measured": r[key], "ok": bool(r[key] >= need)})
+  return out
+
+
+def targets_table(checks) -> str:
+  return "\n".join(f"{c['workload']:18s} {c['mode']:8s} batch {c['batch']:3d} e_c={c['e_c']:.1f}: {c['metric']} "
+                   f"{c['measured']:.2f} (target >= {c['target']:.2f}) {'OK' if c['ok'] else 'MISSED'}"
+                   for c in checks)
 
 
 def machine() -> dict:
@@ -266,6 +326,11 @@ def main(argv=None):
   ap.add_argument("--chunk", default="auto",
                   help="examples per chunk, or 'auto': each model's fastest of batch, 16, 8 (4 for small batches)")
   ap.add_argument("--tune-reps", type=int, default=2, help="timed runs per chunk size when choosing it")
+  ap.add_argument("--video", default="", metavar="VARIANT",
+                  help="also time a ViViT-FE workload, e.g. B/16x2 (MoNE vs dense ViViT only)")
+  ap.add_argument("--video-frames", type=int, default=4, help="frames per clip of the video workload")
+  ap.add_argument("--video-batch", type=int, nargs="+", default=[4])
+  ap.add_argument("--video-e-c", type=float, nargs="+", default=[0.3, 0.5, 1.0])
   ap.add_argument("--no-matvit", action="store_true")
   ap.add_argument("--no-masked", action="store_true")
   ap.add_argument("--json", default=str(results.RESULTS / "bench" / "cpu.json"))
@@ -277,11 +342,27 @@ def main(argv=None):
   meta = machine()
   print(f"{wl.name} on {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
         f"load average {meta['load_avg'][0]:.2f}\nbaseline: {wl.baseline}")
-  rows = bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps)
-  meta["load_avg_end"] = list(os.getloadavg())
+  baselines = {wl.name: wl.baseline}
+
+  def save(rows, complete=False):  # after every (mode, batch): a kill loses one group at most
+    if args.json:
+      results.atomic_write_json(args.json, {
+          "machine": {**meta, "load_avg_end": list(os.getloadavg()),
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+          "baseline": wl.baseline, "baselines": baselines, "workload": wl.name, "args": vars(args),
+          "complete": complete, "rows": rows, "targets": check_targets(rows, wl.name), **results.provenance()})
+
+  rows = bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps, on_group=save)
+  if args.video:
+    vwl = video_workload(args.video, args.video_e_c, args.video_frames)
+    print(f"baseline: {vwl.baseline}")
+    baselines[vwl.name] = vwl.baseline
+    bench(vwl, args.mode, args.video_batch, args.reps, args.chunk, args.tune_reps, on_group=save, rows=rows)
+  checks = check_targets(rows, wl.name)
+  if checks:
+    print("targets:\n" + targets_table(checks))
   if args.json:
-    results.atomic_write_json(args.json, {"machine": meta, "baseline": wl.baseline, "workload": wl.name,
-                                          "args": vars(args), "rows": rows, **results.provenance()})
+    save(rows, complete=True)
     print(f"wrote {args.json}")
   return rows
 

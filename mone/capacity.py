@@ -27,10 +27,12 @@ def _relative_widths(num_experts: int) -> np.ndarray:
   return 2.0 ** (np.arange(num_experts) - (num_experts - 1))  # d_i / D
 
 
-def effective_capacity(c) -> float:
-  """e_c = sum_i c_i d_i / D for a distribution c ordered smallest expert first."""
+def effective_capacity(c, drop_smallest: bool = False) -> float:
+  """e_c = sum_i c_i d_i / D for a distribution c ordered smallest expert first.
+  drop_smallest: c_1 marks dropped tokens, which cost nothing (MoD-greedy, `mod_greedy`)."""
   c = np.asarray(c, np.float64)
-  return float(np.sum(c * _relative_widths(len(c))))
+  w = _relative_widths(len(c))
+  return float(np.sum((c * w)[1:] if drop_smallest else c * w))
 
 
 def check_capacities(c, num_experts: int | None = None) -> tuple[float, ...]:

@@ -106,7 +106,9 @@ class TrainConfig:
            f"moving_digits/{self.video_task} has {NUM_CLASSES[self.video_task]} classes; "
            f"model.num_classes={self.model.num_classes}")
     else:
-      need(bool(self.tfds_name and self.data_dir), f"dataset={self.dataset} needs tfds_name and data_dir")
+      # data_dir is checked where the data is opened (train.check_data): a paper config must be
+      # buildable without one, to be completed by an override.
+      need(bool(self.tfds_name), f"dataset={self.dataset} needs tfds_name")
     need(self.randaugment is None or (len(self.randaugment) == 2 and self.randaugment[0] >= 0),
          f"randaugment must be None or (num_ops, magnitude), got {self.randaugment!r}")
 

@@ -48,6 +48,28 @@ def image_config(profile: str, data_dir: str = "", **overrides) -> configs.Train
   return configs.apply_overrides(base, {"num_devices": 1, **overrides} if profile != "paper" else overrides)
 
 
+TASKS = ("temporal", "appearance")  # the embedded video tasks: SSv2's and Kinetics-400's stand-ins
+
+
+def video_config(profile: str, task: str, data_dir: str = "", **overrides) -> configs.TrainConfig:
+  """The video-classification base config of a profile and task, with overrides.
+
+  small: XS/4x2 ViViT on the embedded moving digits ('temporal': motion order, as SSv2;
+  'appearance': which digit, as Kinetics-400); paper: ViViT-B/16x2 on SSv2 / Kinetics-400."""
+  check_profile(profile)
+  if task not in TASKS:
+    raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+  if profile == "paper":
+    base = {"temporal": configs.ssv2, "appearance": configs.kinetics400}[task]()
+    return configs.apply_overrides(base, {"data_dir": data_dir, **overrides})
+  base = {"temporal": configs.video_temporal, "appearance": configs.video_appearance}[task]()
+  if profile == "smoke":
+    overrides = {"name": f"smoke_{base.name}", "model": "tiny/8x2", "model.num_frames": 6,
+                 "steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 128,
+                 "num_test": 64, "batch_size": 16, "eval_batch_size": 64, **overrides}
+  return configs.apply_overrides(base, {"num_devices": 1, **overrides})
+
+
 def workdir(cfg: configs.TrainConfig) -> Path:
   return cache_root() / "workdirs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}"
 

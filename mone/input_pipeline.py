@@ -34,6 +34,10 @@ class ArraySource:
     lengths = {k: len(v) for k, v in arrays.items()}
     if not arrays or len(set(lengths.values())) != 1:
       raise ValueError(f"arrays must be non-empty and of one length, got lengths {lengths}")
+    for k, v in arrays.items():  # NaN/Inf inputs would train and evaluate silently wrong
+      if np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all():
+        raise ValueError(f"arrays[{k!r}] has {int(np.size(v) - np.isfinite(v).sum())} NaN or Inf "
+                         "values; inputs must be finite")
     self.arrays = dict(arrays)
 
   def __len__(self):

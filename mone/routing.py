@@ -30,17 +30,26 @@ def expert_preferred_routing(router_probs: jax.Array, capacities) -> jax.Array:
     int32 [..., N] expert index per token. Experts are visited from the largest down:
     expert j takes the k_j = floor(c_j N) still-unassigned tokens it scores highest;
     whatever remains (integer packing) goes to expert 0, the smallest.
+
+  Non-finite scores (NaN or +-inf, e.g. from NaN inputs) are a guard case, not an error
+  (this runs under jit): such a token counts as the least preferred of the unassigned ones,
+  so the counts stay exact, every token is assigned once, and the finite tokens are routed
+  exactly as without it. The NaN still reaches the loss, where `mone.train` stops.
   """
   *batch, n, e = router_probs.shape
   c = capacity_lib.check_capacities(capacities, e)
   counts = expert_counts(c, n)
   assignment = jnp.zeros((*batch, n), jnp.int32)
   taken = jnp.zeros((*batch, n), bool)
+  lowest = jnp.finfo(router_probs.dtype).min if jnp.issubdtype(router_probs.dtype, jnp.floating) else None
   for j in range(e - 1, 0, -1):
     if counts[j] == 0:
       continue
+    scores = router_probs[..., j]
+    if lowest is not None:  # below every finite score, above every taken token
+      scores = jnp.where(jnp.isfinite(scores), scores, lowest)
     # -inf rather than the paper's 0 so an assigned token can never win a tie.
-    scores = jnp.where(taken, -jnp.inf, router_probs[..., j])
+    scores = jnp.where(taken, -jnp.inf, scores)
     _, idx = jax.lax.top_k(scores, counts[j])
     chosen = jnp.zeros((*batch, n), bool)
     chosen = jnp.put_along_axis(chosen, idx, True, axis=-1, inplace=False)

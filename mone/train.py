@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import logging
 import math
+import resource
 import sys
 import time
 from pathlib import Path
@@ -35,9 +36,20 @@ log = logging.getLogger("mone.train")
 # ---------------------------------------------------------------- input pipeline ---
 
 
+def check_data(cfg: TrainConfig):
+  """A clear error, before anything is written, if a TFDS config has no usable data_dir."""
+  if cfg.dataset in ("tfds", "tfds_video"):
+    if not cfg.data_dir:
+      raise ValueError(f"config {cfg.name!r}: dataset={cfg.dataset} ({cfg.tfds_name}) reads a prepared "
+                       "TFDS data_dir; set data_dir=PATH")
+    if not Path(cfg.data_dir).is_dir():
+      raise ValueError(f"config {cfg.name!r}: data_dir={cfg.data_dir!r} is not a directory")
+
+
 def data_sources(cfg: TrainConfig):
   """(train, test) sources for the config's dataset."""
   from mone import input_pipeline
+  check_data(cfg)
   m = cfg.model
   if cfg.dataset == "digits":
     return input_pipeline.digits_sources(m.image_size, cfg.num_train, cfg.num_test, cfg.data_seed)
@@ -350,7 +362,9 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "accuracy": evals[0]["accuracy"], "gflops": evals[0]["gflops"], "evals": evals,
       "train_steps": total_steps, "train_gflops": 3 * train_step_gflops(cfg) * cfg.batch_size * total_steps,
       "final_loss": history[-1][1] if history else None, "history": history,
-      "wall_time_s": round(time.time() - t0, 1), "resumed_from_step": start, **results.provenance()}
+      "wall_time_s": round(time.time() - t0, 1), "resumed_from_step": start,
+      "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),  # Linux: KiB
+      **results.provenance()}
   results.atomic_write_json(workdir / "metrics.json", metrics)
   return metrics
 
@@ -370,6 +384,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:  # validate everything before touching the workdir
     cfg = configs.get_config(args.config, args.overrides)
+    check_data(cfg)
   except ValueError as e:
     parser.error(str(e))
   if args.distributed:

@@ -47,3 +47,20 @@ def test_chunking_changes_nothing_but_speed():
   new = [bench.train_fn(mone, c, 4, tx)((jax.tree.map(jnp.copy, mone.params), tx.init(mone.params)), x, y)[0]
          for c in (4, 1)]
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *new)
+
+
+def test_video_rows_and_targets(tmp_path):
+  path = tmp_path / "bench.json"
+  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--mode", "forward",
+              "--reps", "1", "--chunk", "1", "--no-matvit", "--no-masked", "--video", "tiny/8x2",
+              "--video-frames", "2", "--video-batch", "2", "--video-e-c", "0.3", "--json", str(path)])
+  out = results.read_json(path)
+  video = [r for r in out["rows"] if r["workload"].startswith("ViViT")]
+  assert [(r["model"], r["e_c"]) for r in video] == [("dense", None), ("mone", 0.3)]
+  cfg = config.vivit("tiny/8x2", num_frames=2)
+  assert np.isclose(video[1]["flop_ratio"], flops.gflops(cfg) / flops.gflops(cfg, "mone", 0.3))
+  assert set(out["baselines"]) == {r["workload"] for r in out["rows"]}
+  # Targets are checked on the image workload only, for what was run (no train mode here).
+  assert {(t["mode"], t["e_c"]) for t in out["targets"]} == {("forward", 0.3), ("forward", 1.0)}
+  for t in out["targets"]:
+    assert t["workload"].startswith("ViT") and t["ok"] == (t["measured"] >= t["target"])
