@@ -112,7 +112,9 @@ def save_figure(fig, notebook: str, name: str) -> list[Path]:
   return paths
 
 
-def save_metrics(obj, notebook: str, name: str = "metrics") -> Path:
+def save_metrics(obj: dict, notebook: str, name: str = "metrics") -> Path:
+  """Writes obj, plus the package versions and device, to results/<notebook>/<name>.json.
+  (Each training run's own file under results/runs/ records its seed and config hash.)"""
   path = results_root() / notebook / f"{name}.json"
-  results.atomic_write_json(path, obj)
+  results.atomic_write_json(path, {**obj, "provenance": results.provenance()})
   return path
