@@ -25,6 +25,22 @@ def check_profile(profile: str) -> str:
   return profile
 
 
+PARAMETERS = ("profile", "seed", "recompute", "data_dir")  # every notebook's papermill parameters
+_KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+def check_parameters(namespace: dict) -> None:
+  """Raises on a papermill parameter the notebooks do not declare (papermill itself only
+  warns, so `-p profle paper` would silently run the default profile). Call it right after a
+  notebook's imports: it reads the kernel's globals, where imported modules are ignored."""
+  import types
+  unknown = sorted(k for k, v in namespace.items() if not k.startswith("_") and k not in _KERNEL_NAMES
+                   and k not in PARAMETERS and not isinstance(v, types.ModuleType))
+  if unknown:
+    raise ValueError(f"unknown notebook parameter(s) {unknown}; the parameters are {list(PARAMETERS)}")
+  check_profile(namespace.get("profile"))
+
+
 def results_root() -> Path:
   """results/ of the repository, or $MONE_RESULTS_DIR (CI's smoke runs write elsewhere)."""
   return Path(os.environ.get("MONE_RESULTS_DIR", results.RESULTS))

@@ -95,3 +95,14 @@ def test_unknown_profile_fails_with_an_error_naming_profile(notebook, smoke_env,
   with pytest.raises(papermill.PapermillExecutionError, match="profile must be one of") as e:
     _execute(notebook, tmp_path / notebook.name, "huge")
   assert "'huge'" in str(e.value)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS[:1], ids=lambda p: p.stem)
+def test_unknown_parameter_fails_with_an_error_naming_it(notebook, smoke_env, tmp_path):
+  """papermill only warns about an undeclared parameter; the notebooks refuse it, so that a
+  typo such as `-p profle paper` cannot silently run the default profile."""
+  with pytest.raises(papermill.PapermillExecutionError, match="unknown notebook parameter") as e:
+    papermill.execute_notebook(str(notebook.relative_to(REPO)), str(tmp_path / notebook.name),
+                               parameters={"profile": "smoke", "profle": "paper"}, kernel_name="python3",
+                               cwd=str(REPO), progress_bar=False)
+  assert "'profle'" in str(e.value)
