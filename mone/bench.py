@@ -65,15 +65,28 @@ class Workload:
   baseline: str
 
 
+def _shared_params(mone, shape, num_experts: int, seed: int):
+  """MoNE's parameters, and the dense model's: the same ones without the router and alpha."""
+  probe = jnp.zeros((1, *shape))
+  p = jax.jit(lambda k: mone.init(k, probe, (0.25,) * num_experts))(jax.random.key(seed))["params"]
+  return p, {k: v for k, v in p.items() if not k.startswith("router") and k != "alpha"}
+
+
+def _random_inputs(shape, num_classes: int, seed: int):
+  """batch -> (Gaussian inputs [batch, *shape], integer labels): timing needs no real data."""
+  def make_inputs(batch):
+    kx, ky = jax.random.split(jax.random.key(seed + 1))
+    return (jax.random.normal(kx, (batch, *shape)), jax.random.randint(ky, (batch,), 0, num_classes))
+  return make_inputs
+
+
 def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, masked_e_c=0.3,
                    seed=0, **overrides) -> Workload:
   """Dense ViT, MoNE at each e_c, MatViT at the closest FLOPs and the masked MoNE."""
   cfg = config.vit(variant, **overrides)
   shape = (cfg.image_size, cfg.image_size, cfg.channels)
   mone, vit = models.ViT(cfg, routed=True), models.ViT(cfg)
-  probe = jnp.zeros((1, *shape))
-  p = jax.jit(lambda k: mone.init(k, probe, (0.25,) * cfg.num_experts))(jax.random.key(seed))["params"]
-  p_dense = {k: v for k, v in p.items() if not k.startswith("router") and k != "alpha"}
+  p, p_dense = _shared_params(mone, shape, cfg.num_experts, seed)
 
   def nested(widths):
     return lambda p: {"params": p, "nested": models.nested_weights(p, widths)}
@@ -101,12 +114,7 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
                            lambda v, x, caps=caps: masked.masked_apply(v, cfg, x, caps)[0], p,
                            "naive MoNE: every token at width D, masked (mone.masked)"))
 
-  def make_inputs(batch):
-    kx, ky = jax.random.split(jax.random.key(seed + 1))
-    return (jax.random.normal(kx, (batch, *shape)),
-            jax.random.randint(ky, (batch,), 0, cfg.num_classes))
-
-  return Workload(f"ViT-{variant} {cfg.image_size}px", make_inputs, out,
+  return Workload(f"ViT-{variant} {cfg.image_size}px", _random_inputs(shape, cfg.num_classes, seed), out,
                   f"dense ViT-{variant} ({flops.gflops(cfg):.2f} GFLOPs/example), the same Block code "
                   "as MoNE (heads-major attention, erf GELU), float32, jit")
 
@@ -117,9 +125,7 @@ def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, **overrides)
   cfg = config.vivit(variant, num_frames=num_frames, **overrides)
   shape = (cfg.num_frames, cfg.image_size, cfg.image_size, cfg.channels)
   mone, dense = vivit.ViViT(cfg, routed=True), vivit.ViViT(cfg)
-  probe = jnp.zeros((1, *shape))
-  p = jax.jit(lambda k: mone.init(k, probe, (0.25,) * cfg.num_experts))(jax.random.key(seed))["params"]
-  p_dense = {k: v for k, v in p.items() if not k.startswith("router") and k != "alpha"}
+  p, p_dense = _shared_params(mone, shape, cfg.num_experts, seed)
   out = [Contender("dense", None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
                    "ViViT-FE, all tokens at width D")]
   for e_c in e_cs:
@@ -129,12 +135,8 @@ def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, **overrides)
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps),
                          lambda p: {"params": p, "nested": models.nested_weights(p, cfg.expert_widths)}))
 
-  def make_inputs(batch):
-    kx, ky = jax.random.split(jax.random.key(seed + 1))
-    return (jax.random.normal(kx, (batch, *shape)),
-            jax.random.randint(ky, (batch,), 0, cfg.num_classes))
-
-  return Workload(f"ViViT-{variant} {cfg.num_frames}x{cfg.image_size}px", make_inputs, out,
+  return Workload(f"ViViT-{variant} {cfg.num_frames}x{cfg.image_size}px",
+                  _random_inputs(shape, cfg.num_classes, seed), out,
                   f"dense ViViT-{variant} FE ({flops.gflops(cfg):.2f} GFLOPs/clip of {cfg.num_frames} frames), "
                   "the same Block code as MoNE, float32, jit")
 
