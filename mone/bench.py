@@ -315,9 +315,26 @@ def machine() -> dict:
       cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
   except (OSError, StopIteration):
     pass
+  dev = jax.devices()[0]
   return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__,
-          "backend": jax.default_backend(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+          "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}", "xla_flags": os.environ.get("XLA_FLAGS", ""),
           "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
+
+
+def cast(workload: Workload, dtype) -> Workload:
+  """The workload with floating parameters and inputs in `dtype` (e.g. bfloat16 on a GPU):
+  every contender then computes in it, since the models follow their inputs' dtype."""
+  if jnp.dtype(dtype) == jnp.float32:
+    return workload
+  to = lambda t: jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, t)
+  for c in workload.contenders:
+    c.params = to(c.params)
+
+  def make_inputs(batch, make=workload.make_inputs):
+    x, y = make(batch)
+    return x.astype(dtype), y
+  return dataclasses.replace(workload, make_inputs=make_inputs,
+                             baseline=workload.baseline.replace("float32", jnp.dtype(dtype).name))
 
 
 def main(argv=None):
@@ -337,16 +354,18 @@ def main(argv=None):
   ap.add_argument("--video-frames", type=int, default=4, help="frames per clip of the video workload")
   ap.add_argument("--video-batch", type=int, nargs="+", default=[4])
   ap.add_argument("--video-e-c", type=float, nargs="+", default=[0.3, 0.5, 1.0])
+  ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                  help="parameters, inputs and compute (bfloat16 for GPUs)")
   ap.add_argument("--no-matvit", action="store_true")
   ap.add_argument("--no-masked", action="store_true")
   ap.add_argument("--json", default=str(results.RESULTS / "bench" / "cpu.json"))
   args = ap.parse_args(argv)
 
-  wl = image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
-                      with_masked=not args.no_masked,
-                      masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0])
+  wl = cast(image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
+                           with_masked=not args.no_masked,
+                           masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0]), args.dtype)
   meta = machine()
-  print(f"{wl.name} on {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
+  print(f"{wl.name} on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
         f"load average {meta['load_avg'][0]:.2f}\nbaseline: {wl.baseline}")
   baselines = {wl.name: wl.baseline}
 
@@ -361,7 +380,7 @@ def main(argv=None):
   rows = bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps, on_group=save,
                train_batches=args.train_batch)
   if args.video:
-    vwl = video_workload(args.video, args.video_e_c, args.video_frames)
+    vwl = cast(video_workload(args.video, args.video_e_c, args.video_frames), args.dtype)
     print(f"baseline: {vwl.baseline}")
     baselines[vwl.name] = vwl.baseline
     bench(vwl, args.mode, args.video_batch, args.reps, args.chunk, args.tune_reps, on_group=save, rows=rows)

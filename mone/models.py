@@ -40,7 +40,7 @@ def gelu(x):
   erfc, whose two-branch polynomial costs twice as much on the CPU; GELU runs on every
   token at the full MLP width 4D, so this is a fixed cost the dense model and MoNE share
   (differences are < 1e-6 absolute, in the far negative tail)."""
-  return 0.5 * x * (1.0 + jax.lax.erf(x * np.float32(1 / np.sqrt(2))))
+  return 0.5 * x * (1.0 + jax.lax.erf(x * float(1 / np.sqrt(2))))
 
 
 def attention(q, k, v):
@@ -52,7 +52,7 @@ def attention(q, k, v):
   one kernel; together about 3x faster than the textbook form on the CPU. Attention stays
   at full width in MoNE, so its speed caps MoNE's speed-up.
   """
-  logits = jnp.einsum("bhqc,bhkc->bhqk", q * np.float32(q.shape[-1] ** -0.5), k)
+  logits = jnp.einsum("bhqc,bhkc->bhqk", q * float(q.shape[-1] ** -0.5), k)
   # Softmax is shift invariant: the max only guards exp() and needs no gradient.
   p = jnp.exp(logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True)))
   return jnp.einsum("bhqk,bhkc->bhqc", p, v) / jnp.sum(p, axis=-1, keepdims=True)

@@ -64,3 +64,17 @@ def test_video_rows_and_targets(tmp_path):
   assert {(t["mode"], t["e_c"]) for t in out["targets"]} == {("forward", 0.3), ("forward", 1.0)}
   for t in out["targets"]:
     assert t["workload"].startswith("ViT") and t["ok"] == (t["measured"] >= t["target"])
+
+
+def test_bfloat16_workload_computes_in_bfloat16():
+  """--dtype bfloat16 (GPU runs): parameters, inputs and every contender's logits are bf16,
+  i.e. no constant in the model code silently promotes the computation back to float32."""
+  wl = bench.cast(bench.image_workload("tiny/8", [0.3], with_matvit=True, with_masked=False), jnp.bfloat16)
+  x, y = wl.make_inputs(2)
+  assert x.dtype == jnp.bfloat16 and y.dtype == jnp.int32
+  for c in wl.contenders:
+    assert {l.dtype for l in jax.tree.leaves(c.params)} == {jnp.dtype(jnp.bfloat16)}, c.name
+    logits = bench.forward_fn(c, chunk=2, batch=2)(c.params, x)
+    assert logits.dtype == jnp.bfloat16 and bool(jnp.isfinite(logits).all()), c.name
+  assert "bfloat16" in wl.baseline and "float32" not in wl.baseline
+  assert bench.cast(wl, jnp.float32) is wl
