@@ -20,6 +20,7 @@ Tokens are always in patch order (row-major over the patch grid), as the models'
 import csv
 import dataclasses
 import io
+import math
 
 import numpy as np
 import scipy.stats
@@ -38,6 +39,10 @@ EVAL_GRID = {"smoke": (0.3, 0.4),
 # digit's own stroke pixels (`mone.digits` masks strokes, not a bounding box): 2 of the 16
 # pixels of a 4x4 patch. About 19% of the small profile's tokens qualify.
 OBJECT_FRACTION = 0.125
+
+# A run whose training loss never fell below this fraction of ln K (K classes; ln K is the
+# loss of a uniform guess) never left the initial plateau (see `left_plateau`).
+PLATEAU_FRACTION = 0.9
 
 
 # ------------------------------------------------------------- shared runs ---
@@ -69,7 +74,22 @@ def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
   return [{"kind": metrics["kind"], "variant": cfg["model"]["name"], "train_e_c": cfg["e_c"],
            "adaptive": cfg["adaptive"], "iso_flops": cfg["iso_flops"], "e_c": ev["e_c"],
            "width_index": ev["width_index"], "gflops": ev["gflops"],
-           "accuracy_pct": 100.0 * ev["accuracy"]} for ev in evals]
+           "accuracy_pct": 100.0 * ev["accuracy"], "learned": left_plateau(metrics)} for ev in evals]
+
+
+def left_plateau(metrics: dict) -> bool | None:
+  """Whether a run's training loss ever fell below PLATEAU_FRACTION * ln K (None: no history).
+
+  Small ViViTs on the temporal video task sit at the loss of a uniform guess, ln K, for a
+  long and run-dependent number of steps before they start to learn (the same config left
+  it after ~1,000 steps in one run and never in 3,000 in another). A run that ends there
+  says nothing about the method it trained: comparisons with it are inconclusive."""
+  history = metrics.get("history")
+  if not history:
+    return None
+  cfg = metrics["config"]
+  cfg = cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)
+  return min(loss for _, loss in history) < PLATEAU_FRACTION * math.log(cfg["model"]["num_classes"])
 
 
 def interpolate(curve: list[dict], gflops: float) -> float:

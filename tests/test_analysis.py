@@ -115,6 +115,14 @@ def _metrics(kind, evals, e_c=None, adaptive=False):
           "evals": [{"e_c": e, "width_index": w, "gflops": g, "accuracy": a} for e, w, g, a in evals]}
 
 
+def test_left_plateau_reads_the_training_loss_against_ln_k():
+  run = lambda history: {"config": {"model": {"num_classes": 10}}, "history": history}
+  assert analysis.left_plateau(run([(25, 2.31), (50, 2.2), (75, 2.08)])) is False  # ln 10 = 2.303
+  assert analysis.left_plateau(run([(25, 2.31), (50, 2.0), (75, 2.3)])) is True  # once is enough
+  assert analysis.left_plateau({"config": {"model": {"num_classes": 10}}}) is None
+  assert analysis.points(_metrics("vit", [(None, None, 1.0, 0.5)]))[0]["learned"] is None
+
+
 def test_points_flops_match_and_advantage():
   mone = _metrics("mone", [(0.4, None, 2.0, 0.60), (0.2, None, 1.0, 0.40), (0.6, None, 3.0, 0.65)], e_c=0.4)
   assert [p["e_c"] for p in analysis.points(mone)] == [0.4]

@@ -86,7 +86,9 @@ def test_notebook_runs_with_the_smoke_profile(notebook, smoke_env):
   outputs = json.dumps([c.get("outputs", []) for c in executed.cells])
   for private in {str(REPO), str(smoke_env), str(Path.home())} - {"/"}:
     assert private not in outputs, f"{private} leaks into the outputs of {notebook.name}"
-  assert "REPRODUCED" in outputs or "reproduced" in outputs
+  # REPRODUCED, NOT reproduced, or INCONCLUSIVE where a compared run never learned (smoke runs
+  # are far too short to learn: there, every verdict that depends on training is inconclusive).
+  assert any(v in outputs for v in ("REPRODUCED", "NOT reproduced", "INCONCLUSIVE"))
   assert '"output_type": "error"' not in outputs
 
 
