@@ -93,7 +93,7 @@ def workdir(cfg: configs.TrainConfig) -> Path:
 def run(cfg: configs.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
   """Metrics of a finished run of cfg: from results/runs/ if there, else trains it."""
   from mone import train
-  path = results_root() / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
+  path = run_path(cfg)
   if path.exists() and not recompute:
     return results.read_json(path)
   wd = workdir(cfg)
@@ -105,12 +105,27 @@ def run(cfg: configs.TrainConfig, recompute: bool = False, progress: bool = True
   return results.read_json(path)
 
 
+def run_path(cfg: configs.TrainConfig) -> Path:
+  """The metrics file of cfg's finished run (committed for the small profile)."""
+  return results_root() / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
+
+
 def trained_params(cfg: configs.TrainConfig, recompute: bool = False):
-  """Final parameters of cfg's run, training it first if no checkpoint is at hand."""
+  """Final parameters of cfg's run, training it first if no checkpoint is at hand.
+
+  Run files are committed, checkpoints are not: on a fresh clone the weights are retrained
+  here, possibly on another kind of device than the run file's, and training is only
+  reproducible bit for bit on one device. If the retrained accuracy differs from the run
+  file's, a note says so: figures drawn from these weights describe this retraining."""
   from mone import train
   wd = workdir(cfg)
   if recompute or not (wd / "metrics.json").exists():
-    train.train(cfg, wd, progress=True)
+    fresh = train.train(cfg, wd, progress=True)
+    path = run_path(cfg)
+    if path.exists() and (old := results.read_json(path))["accuracy"] != fresh["accuracy"]:
+      print(f"note: {cfg.name} ({cfg.kind}) was retrained on {fresh['device']['kind']} for its weights: "
+            f"{100 * fresh['accuracy']:.1f}% accuracy, vs {100 * old['accuracy']:.1f}% in {path.name} "
+            f"(trained on {old.get('device', {}).get('kind', 'an unrecorded device')})")
   return train.load_params(wd)
 
 

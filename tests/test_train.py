@@ -132,3 +132,25 @@ def test_video_config_checks():
     tiny_video(kind="mod")
   with pytest.raises(ValueError, match="8 classes"):
     tiny_video(**{"model.num_classes": 10})
+
+
+def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_path, monkeypatch, capsys):
+  """A fresh clone has the committed run file but no checkpoint: the weights are retrained,
+  and if they differ from the run file's (another device), the notebook output says so."""
+  from mone import experiments, results
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  cfg = tiny(kind="vit")
+  m = experiments.run(cfg, progress=False)
+  assert experiments.run_path(cfg).exists() and experiments.trained_params(cfg) is not None
+  assert "note:" not in capsys.readouterr().out  # its own checkpoint: nothing retrained
+  import shutil
+  shutil.rmtree(experiments.workdir(cfg))  # what a fresh clone lacks
+  params = experiments.trained_params(cfg)  # the same device retrains bit-identically
+  assert "note:" not in capsys.readouterr().out and jax.tree.leaves(params)
+  shutil.rmtree(experiments.workdir(cfg))
+  results.atomic_write_json(experiments.run_path(cfg), {**m, "accuracy": m["accuracy"] + 0.25,
+                                                       "device": {"kind": "NVIDIA H100 80GB HBM3"}})
+  experiments.trained_params(cfg)
+  out = capsys.readouterr().out
+  assert "note: smoke (vit) was retrained on cpu" in out and "NVIDIA H100" in out
