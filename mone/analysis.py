@@ -66,15 +66,19 @@ def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
   capacity only, unless all_capacities (every evaluated e_c, as Fig. 5 needs; an adaptive
   run always gives all); ViT and MoD give their one model. Accuracy is in percent.
   """
-  cfg = metrics["config"]
-  cfg = cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)  # straight from train.train
+  cfg, learned = _config_dict(metrics), left_plateau(metrics)
   evals = metrics["evals"]
   if metrics["kind"] == "mone" and not cfg["adaptive"] and not all_capacities:
     evals = [ev for ev in evals if ev["e_c"] == cfg["e_c"]]
   return [{"kind": metrics["kind"], "variant": cfg["model"]["name"], "train_e_c": cfg["e_c"],
            "adaptive": cfg["adaptive"], "iso_flops": cfg["iso_flops"], "e_c": ev["e_c"],
            "width_index": ev["width_index"], "gflops": ev["gflops"],
-           "accuracy_pct": 100.0 * ev["accuracy"], "learned": left_plateau(metrics)} for ev in evals]
+           "accuracy_pct": 100.0 * ev["accuracy"], "learned": learned} for ev in evals]
+
+
+def _config_dict(metrics: dict) -> dict:
+  cfg = metrics["config"]
+  return cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)  # straight from train.train
 
 
 def left_plateau(metrics: dict) -> bool | None:
@@ -87,9 +91,8 @@ def left_plateau(metrics: dict) -> bool | None:
   history = metrics.get("history")
   if not history:
     return None
-  cfg = metrics["config"]
-  cfg = cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)
-  return min(loss for _, loss in history) < PLATEAU_FRACTION * math.log(cfg["model"]["num_classes"])
+  num_classes = _config_dict(metrics)["model"]["num_classes"]
+  return min(loss for _, loss in history) < PLATEAU_FRACTION * math.log(num_classes)
 
 
 def interpolate(curve: list[dict], gflops: float) -> float:

@@ -26,7 +26,6 @@ import dataclasses
 import datetime
 import os
 import platform
-import resource
 import time
 from typing import Callable
 
@@ -317,7 +316,8 @@ def machine() -> dict:
     pass
   dev = jax.devices()[0]
   return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__,
-          "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}", "xla_flags": os.environ.get("XLA_FLAGS", ""),
+          "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}",
+          "xla_flags": os.environ.get("XLA_FLAGS", ""),
           "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
 
 
@@ -327,13 +327,12 @@ def cast(workload: Workload, dtype) -> Workload:
   if jnp.dtype(dtype) == jnp.float32:
     return workload
   to = lambda t: jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, t)
-  for c in workload.contenders:
-    c.params = to(c.params)
 
   def make_inputs(batch, make=workload.make_inputs):
     x, y = make(batch)
     return x.astype(dtype), y
   return dataclasses.replace(workload, make_inputs=make_inputs,
+                             contenders=[dataclasses.replace(c, params=to(c.params)) for c in workload.contenders],
                              baseline=workload.baseline.replace("float32", jnp.dtype(dtype).name))
 
 
@@ -373,7 +372,7 @@ def main(argv=None):
     if args.json:
       results.atomic_write_json(args.json, {
           "machine": {**meta, "load_avg_end": list(os.getloadavg()),
-                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+                      "peak_rss_mib": results.peak_rss_mib()},
           "baseline": wl.baseline, "baselines": baselines, "workload": wl.name, "args": vars(args),
           "complete": complete, "rows": rows, "targets": check_targets(rows, wl.name), **results.provenance()})
 

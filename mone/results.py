@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import tempfile
 from pathlib import Path
 
@@ -77,3 +78,13 @@ def provenance() -> dict:
       "device": {"platform": dev.platform, "kind": dev.device_kind, "count": jax.device_count(),
                  "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
   }
+
+
+def peak_rss_mib() -> float:
+  """This process's peak resident memory. /proc's VmHWM, not ru_maxrss: Linux carries
+  ru_maxrss over from the launching process through fork and exec."""
+  try:
+    with open("/proc/self/status") as f:
+      return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
+  except (OSError, StopIteration, ValueError, IndexError):
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import logging
 import math
-import resource
 import sys
 import time
 from pathlib import Path
@@ -297,16 +296,6 @@ def shard(mesh: Mesh, x):
 # -------------------------------------------------------------------- train loop ---
 
 
-def peak_rss_mib() -> float:
-  """This process's peak resident memory. /proc's VmHWM, not ru_maxrss: Linux carries
-  ru_maxrss over from the launching process through fork and exec."""
-  try:
-    with open("/proc/self/status") as f:
-      return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
-  except (OSError, StopIteration, ValueError, IndexError):
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   """Trains (resuming from workdir if it holds checkpoints), evaluates, writes metrics.json."""
   workdir = Path(workdir)
@@ -373,7 +362,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "train_steps": total_steps, "train_gflops": 3 * train_step_gflops(cfg) * cfg.batch_size * total_steps,
       "final_loss": history[-1][1] if history else None, "history": history,
       "wall_time_s": round(time.time() - t0, 1), "resumed_from_step": start,
-      "peak_rss_mib": round(peak_rss_mib(), 1),
+      "peak_rss_mib": round(results.peak_rss_mib(), 1),
       **results.provenance()}
   results.atomic_write_json(workdir / "metrics.json", metrics)
   return metrics
