@@ -132,13 +132,16 @@ def trained_params(cfg: configs.TrainConfig, recompute: bool = False):
 
 def save_figure(fig, notebook: str, name: str) -> list[Path]:
   """Writes fig as PNG and SVG under results/<notebook>/ and returns the paths."""
+  import matplotlib
   out = results_root() / notebook
   out.mkdir(parents=True, exist_ok=True)
   paths = []
   for ext in ("png", "svg"):
     p = out / f"{name}.{ext}"
     tmp = p.with_suffix(f".tmp.{ext}")
-    fig.savefig(tmp, dpi=150, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+    # A fixed hash salt makes the SVG's element ids, and so the file, the same on every run.
+    with matplotlib.rc_context({"svg.hashsalt": "mone"}):
+      fig.savefig(tmp, dpi=150, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
     os.replace(tmp, p)
     paths.append(p)
   return paths
