@@ -153,6 +153,38 @@ class Block(nn.Module):
     return materialize_grad(outs)
 
 
+def route(x, r, config, caps, counts, alpha, make_rng, drop_smallest=False):
+  """Router r of a routed model (Sec. 4.2, Eq. 1), called inside the model's compact method.
+
+  x: tokens [B, N, D] in patch order. Returns (probs [B, N, E], assignment [B, N] (EPR, expert
+  per token), perm [B, N] (the tokens in expert order), groups (one [B, n_j, D] slice per
+  expert), mults (the per-group Eq. 1 factors alpha r + 1, or None for the random router,
+  which has no probabilities to scale with), live (the experts whose tokens run the layers:
+  the non-empty ones, minus the smallest with drop_smallest)). make_rng() is called only by
+  the random router."""
+  probs = jax.nn.softmax(nn.Dense(config.num_experts, name=f"router_{r}")(x), axis=-1)
+  scores = probs if config.router == "learned" else routing.random_router_probs(make_rng(), probs.shape)
+  assignment = routing.expert_preferred_routing(scores, caps)
+  perm = routing.group_permutation(assignment)
+  groups = _split(jnp.take_along_axis(x, perm[..., None], axis=1), counts)
+  mults = None
+  if config.router == "learned":
+    r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
+    mults = _split(alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0, counts)
+  live = [g for g in range(config.num_experts) if counts[g] and not (drop_smallest and g == 0)]
+  return probs, assignment, perm, groups, mults, live
+
+
+def ungroup(groups, hs, live, widths, perm=None):
+  """The tokens after a routed segment: each live group's processed d_j features (hs) with its
+  untouched tail re-attached, in expert order, or back in patch order if perm is given."""
+  groups = list(groups)
+  for g, h in zip(live, hs):
+    groups[g] = jnp.concatenate([h, groups[g][..., widths[g]:]], axis=-1)
+  xp = jnp.concatenate([g for g in groups if g.shape[1]], axis=1)
+  return xp if perm is None else jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
+
+
 _NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)
 
 
@@ -254,31 +286,15 @@ class ViT(nn.Module):
       (x,) = block([x], (cfg.width,))
     starts = cfg.router_layers
     for r, (lo, hi) in enumerate(zip(starts, starts[1:] + (cfg.depth,))):
-      probs = jax.nn.softmax(nn.Dense(cfg.num_experts, name=f"router_{r}")(x), axis=-1)  # [B, N, E]
-      if cfg.router == "random":
-        assignment = routing.expert_preferred_routing(
-            routing.random_router_probs(self.make_rng("routing"), probs.shape), caps)
-      else:
-        assignment = routing.expert_preferred_routing(probs, caps)
+      probs, assignment, perm, groups, mults, live = route(
+          x, r, cfg, caps, counts, alpha, lambda: self.make_rng("routing"), drop_smallest)
       if r == 0:
         aux = {"router_probs": probs, "assignment": assignment}
-      perm = routing.group_permutation(assignment)  # [B, N]
-      xp = jnp.take_along_axis(x, perm[..., None], axis=1)
-      mult = None
-      if cfg.router == "learned":  # the random router has no probabilities to scale with
-        r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
-        mult = alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0
-      groups, mults = _split(xp, counts), (_split(mult, counts) if mult is not None else None)
-      # Only non-empty groups run; with drop_smallest the smallest group skips the layers.
-      live = [g for g in range(cfg.num_experts) if counts[g] and not (drop_smallest and g == 0)]
       hs = [groups[g][..., :widths[g]] for g in live]
       for block in blocks[lo:hi]:
         hs = block(hs, tuple(widths[g] for g in live), [mults[g] for g in live] if mults else None)
-      for g, h in zip(live, hs):
-        groups[g] = jnp.concatenate([h, groups[g][..., widths[g]:]], axis=-1)
-      xp = jnp.concatenate([g for g in groups if g.shape[1]], axis=1)
       # The next router needs tokens in patch order; pooling after the last one does not.
-      x = xp if hi == cfg.depth else jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
+      x = ungroup(groups, hs, live, widths, None if hi == cfg.depth else perm)
     return Head(cfg.num_classes, name="head")(x), aux
 
 

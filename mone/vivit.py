@@ -21,9 +21,9 @@ compute can be saved. The MatViViT sub-models treat it the same way (patch token
 CLS at D), so MoNE with every token on expert j is exactly MatViViT j. Its cost,
 1/(N+1) of a spatial block's projections (0.4% at N = 256), is counted in `mone.flops`.
 
-The routed spatial encoder is the grouped scheme of `mone.models.ViT` (tokens permuted
-into expert order once per router, one static [B T', n_j, d_j] slice per expert) with
-the CLS group prepended.
+The routed spatial encoder is the grouped scheme of `mone.models.ViT`, with the same
+`route` and `ungroup` (tokens permuted into expert order once per router, one static
+[B T', n_j, d_j] slice per expert), and the CLS group prepended.
 """
 import jax
 import jax.numpy as jnp
@@ -32,13 +32,9 @@ import numpy as np
 
 from mone import routing
 from mone.config import ViViTConfig
-from mone.models import Block
+from mone.models import Block, route, ungroup
 
 KINDS = ("vit", "matvit", "mone")  # 'vit' = the dense ViViT, as on the image side
-
-
-def _split(x, counts):
-  return jnp.split(x, np.cumsum(counts)[:-1], axis=1)
 
 
 class TubeletEmbed(nn.Module):
@@ -128,23 +124,11 @@ class ViViT(nn.Module):
         cls, x = block([cls, x], (D, D))
       starts = cfg.router_layers
       for r, (lo, hi) in enumerate(zip(starts, starts[1:] + (cfg.depth,))):
-        probs = jax.nn.softmax(nn.Dense(cfg.num_experts, name=f"router_{r}")(x), axis=-1)  # [B T', N, E]
-        if cfg.router == "random":
-          assignment = routing.expert_preferred_routing(
-              routing.random_router_probs(self.make_rng("routing"), probs.shape), caps)
-        else:
-          assignment = routing.expert_preferred_routing(probs, caps)  # [B T', N], per index
+        probs, assignment, perm, groups, mults, live = route(
+            x, r, cfg, caps, counts, alpha, lambda: self.make_rng("routing"), drop_smallest)  # per index
         if r == 0:
           aux = {"router_probs": probs.reshape(-1, nt, n, cfg.num_experts),
                  "assignment": assignment.reshape(-1, nt, n)}
-        perm = routing.group_permutation(assignment)  # [B T', N]
-        xp = jnp.take_along_axis(x, perm[..., None], axis=1)
-        mult = None
-        if cfg.router == "learned":  # the random router has no probabilities to scale with
-          r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
-          mult = alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0
-        groups, mults = _split(xp, counts), (_split(mult, counts) if mult is not None else None)
-        live = [g for g in range(cfg.num_experts) if counts[g] and not (drop_smallest and g == 0)]
         hs = [cls] + [groups[g][..., :widths[g]] for g in live]
         ws = (D,) + tuple(widths[g] for g in live)
         ms = [ones] + [mults[g] for g in live] if mults else None
@@ -152,10 +136,7 @@ class ViViT(nn.Module):
           hs = block(hs, ws, ms)
         cls = hs[0]
         if hi < cfg.depth:  # the next router needs the tokens in patch order; the end needs only CLS
-          for g, h in zip(live, hs[1:]):
-            groups[g] = jnp.concatenate([h, groups[g][..., widths[g]:]], axis=-1)
-          xp = jnp.concatenate([g for g in groups if g.shape[1]], axis=1)
-          x = jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
+          x = ungroup(groups, hs[1:], live, widths, perm)
 
     # Temporal transformer over the frame summaries, always dense (Sec. 4.4).
     frames = nn.LayerNorm(epsilon=1e-6, name="spatial_norm")(cls[:, 0]).reshape(-1, nt, D)  # [B, T', D]
