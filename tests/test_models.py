@@ -129,7 +129,6 @@ def test_bad_inputs_are_rejected():
     models.make_model(CFG, "moe")
 
 
-
 @pytest.mark.parametrize("kind", ["vit", "mone"])
 def test_backward_code_grows_linearly_with_depth(kind, monkeypatch):
   """Each block's backward must read the stored residual-stream gradient, not fuse in and
@@ -139,21 +138,19 @@ def test_backward_code_grows_linearly_with_depth(kind, monkeypatch):
   import re
   caps = (tuple(capacity.capacity_distribution(0.4)),) if kind == "mone" else ()
 
-  def grad_fn(depth):
+  def compiled_grad(depth):
     m, v = init(config.vit("tiny/8", depth=depth), kind)
-    return jax.jit(jax.grad(lambda p: m.apply({"params": p}, X, *caps)[0].sum())), v["params"]
+    grad = jax.jit(jax.grad(lambda p: m.apply({"params": p}, X, *caps)[0].sum()))
+    return grad.lower(v["params"]).compile(), v["params"]
 
-  def fused_instructions(depth):
-    g, p = grad_fn(depth)
-    hlo = g.lower(p).compile().as_text()
-    bodies = [b.split("\n}\n")[0] for b in re.split(r"\n(?=%?fused_computation)", hlo)[1:]]
+  def fused_instructions(grad):
+    bodies = [b.split("\n}\n")[0] for b in re.split(r"\n(?=%?fused_computation)", grad.as_text())[1:]]
     return sum(len(re.findall(r"\n\s+%?\S+ = ", b)) for b in bodies)
 
-  n3, n6 = fused_instructions(3), fused_instructions(6)
+  (g3, p3), (g6, _) = compiled_grad(3), compiled_grad(6)
+  n3, n6 = fused_instructions(g3), fused_instructions(g6)
   assert n3 > 1000 and n6 / n3 < 2.2, (n3, n6)
   # The fence is the identity: the gradient is the one taken without it.
-  g, p = grad_fn(3)
-  got = g(p)
   monkeypatch.setattr(models, "materialize_grad", lambda tree: tree)
-  g, p = grad_fn(3)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), got, g(p))
+  g, p = compiled_grad(3)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), g3(p3), g(p))
