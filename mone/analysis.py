@@ -81,18 +81,25 @@ def _config_dict(metrics: dict) -> dict:
   return cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)  # straight from train.train
 
 
-def left_plateau(metrics: dict) -> bool | None:
-  """Whether a run's training loss ever fell below PLATEAU_FRACTION * ln K (None: no history).
+def plateau_exit(metrics: dict) -> int | None:
+  """The first logged step whose training loss is below PLATEAU_FRACTION * ln K, the loss of
+  a uniform guess over K classes (None: never, or no history).
 
-  Small ViViTs on the temporal video task sit at the loss of a uniform guess, ln K, for a
-  long and run-dependent number of steps before they start to learn (the same config left
-  it after ~1,000 steps in one run and never in 3,000 in another). A run that ends there
-  says nothing about the method it trained: comparisons with it are inconclusive."""
-  history = metrics.get("history")
-  if not history:
-    return None
+  Small ViViTs on the temporal video task with a zero-initialised classifier sit at ln K for
+  a long and run-dependent number of steps before they start to learn (the same config left
+  it after ~1,000 steps in one run and never in 3,000 in another; see notebook 04)."""
   num_classes = _config_dict(metrics)["model"]["num_classes"]
-  return min(loss for _, loss in history) < PLATEAU_FRACTION * math.log(num_classes)
+  return next((step for step, loss in metrics.get("history") or ()
+               if loss < PLATEAU_FRACTION * math.log(num_classes)), None)
+
+
+def left_plateau(metrics: dict) -> bool | None:
+  """Whether a run's training loss ever left the plateau (plateau_exit; None: no history).
+  A run that ends on it says nothing about the method it trained: comparisons with it are
+  inconclusive."""
+  if not metrics.get("history"):
+    return None
+  return plateau_exit(metrics) is not None
 
 
 def interpolate(curve: list[dict], gflops: float) -> float:

@@ -20,6 +20,12 @@ PAPER_SIZES = ("S", "B", "L")
 ROUTERS = ("learned", "random")
 
 
+def _added(default):
+  """A field added after run files were committed. `results.config_hash` leaves it out while it
+  holds `default` (the behaviour from before it existed), so those files keep their names."""
+  return dataclasses.field(default=default, metadata={"hash_omit_default": True})
+
+
 @dataclasses.dataclass(frozen=True)
 class ViTConfig:
   """A ViT whose blocks contain E nested experts of widths D/2^(E-1), ..., D/2, D."""
@@ -37,6 +43,7 @@ class ViTConfig:
   num_routers: int = 1      # routers spread evenly from router_layer; a decision holds until the next
   router: str = "learned"   # "learned": softmax(W_r x + b_r); "random": same capacities, random tokens
   mod_capacity: float = 0.125  # MoD baseline: fraction of tokens its routed layers process
+  head_zeroinit: bool = _added(True)  # classifier kernel: zeros (ViT, big_vision) or lecun_normal
 
   def __post_init__(self):
     def need(ok, msg):
@@ -58,6 +65,7 @@ class ViTConfig:
          f"{self.router_layer} and depth={self.depth}, got {self.num_routers}")
     need(self.router in ROUTERS, f"router must be one of {ROUTERS}, got {self.router!r}")
     need(0 < self.mod_capacity <= 1, f"mod_capacity must be in (0, 1], got {self.mod_capacity}")
+    need(isinstance(self.head_zeroinit, bool), f"head_zeroinit must be True or False, got {self.head_zeroinit!r}")
 
   @property
   def num_tokens(self) -> int:
@@ -140,6 +148,7 @@ class ViViTConfig:
   router_layer: int = 0     # spatial layer of the first router
   num_routers: int = 1
   router: str = "learned"
+  head_zeroinit: bool = _added(True)  # classifier kernel: zeros, or lecun_normal (see vivit.ClsHead)
 
   def __post_init__(self):
     def need(ok, msg):
@@ -163,6 +172,7 @@ class ViViTConfig:
          f"num_routers must be in [1, {self.depth - self.router_layer}] for router_layer="
          f"{self.router_layer} and spatial depth={self.depth}, got {self.num_routers}")
     need(self.router in ROUTERS, f"router must be one of {ROUTERS}, got {self.router!r}")
+    need(isinstance(self.head_zeroinit, bool), f"head_zeroinit must be True or False, got {self.head_zeroinit!r}")
 
   @property
   def num_tokens(self) -> int:

@@ -230,14 +230,25 @@ class PatchEmbed(nn.Module):
     return x + pos
 
 
+def head_kernel_init(zero: bool):
+  """The classifier's kernel initialiser: zeros (ViT, big_vision), or Dense's lecun_normal.
+
+  A zero kernel gives the layers below it no gradient until the kernel itself has grown, and
+  it grows only along features that already separate the classes. Where no feature of the
+  initial network does (a label that depends on the order of frames), training waits on a
+  plateau at the loss of a uniform guess for a run-dependent time (notebook 04)."""
+  return nn.initializers.zeros if zero else nn.initializers.lecun_normal()
+
+
 class Head(nn.Module):
   """Final LayerNorm, global average pooling over tokens (Sec. 4.1), linear classifier."""
   num_classes: int
+  zero_init: bool = True
 
   @nn.compact
   def __call__(self, x):
     x = nn.LayerNorm(epsilon=1e-6, name="norm")(x)
-    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros, name="dense")(x.mean(axis=1))
+    return nn.Dense(self.num_classes, kernel_init=head_kernel_init(self.zero_init), name="dense")(x.mean(axis=1))
 
 
 class ViT(nn.Module):
@@ -271,7 +282,7 @@ class ViT(nn.Module):
       for block in blocks:
         (h,) = block([h], (d,))
       x = jnp.concatenate([h, x[..., d:]], axis=-1)
-      return Head(cfg.num_classes, name="head")(x), aux
+      return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
     if capacities is None:
       raise ValueError("a routed (MoNE) model needs capacities, e.g. "
@@ -295,7 +306,7 @@ class ViT(nn.Module):
         hs = block(hs, tuple(widths[g] for g in live), [mults[g] for g in live] if mults else None)
       # The next router needs tokens in patch order; pooling after the last one does not.
       x = ungroup(groups, hs, live, widths, None if hi == cfg.depth else perm)
-    return Head(cfg.num_classes, name="head")(x), aux
+    return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
 
 class MoD(nn.Module):
@@ -323,7 +334,7 @@ class MoD(nn.Module):
       update = (y_top - x_top) * w_top[..., None]
       x = x + jax.vmap(lambda u, i: jnp.zeros_like(x[0]).at[i].set(u))(update, idx)
       aux["selected"].append(idx)
-    return Head(cfg.num_classes, name="head")(x), aux
+    return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
 
 def mod_tokens(cfg: ViTConfig) -> int:

@@ -57,9 +57,17 @@ def read_json(path):
     return json.load(f)
 
 
+def _hashed(x):
+  """_jsonable, minus fields added later that still hold their old default (config._added)."""
+  if dataclasses.is_dataclass(x):
+    return {f.name: _hashed(getattr(x, f.name)) for f in dataclasses.fields(x)
+            if not (f.metadata.get("hash_omit_default") and getattr(x, f.name) == f.default)}
+  return _jsonable(x)
+
+
 def config_hash(config) -> str:
   """A short stable hash of a config's content (field names and values)."""
-  blob = json.dumps(_jsonable(config), sort_keys=True).encode()
+  blob = json.dumps(_hashed(config), sort_keys=True).encode()
   return hashlib.sha256(blob).hexdigest()[:12]
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from mone import routing
 from mone.config import ViViTConfig
-from mone.models import Block, route, ungroup
+from mone.models import Block, head_kernel_init, route, ungroup
 
 KINDS = ("vit", "matvit", "mone")  # 'vit' = the dense ViViT, as on the image side
 
@@ -60,13 +60,15 @@ class TubeletEmbed(nn.Module):
 
 
 class ClsHead(nn.Module):
-  """Final LayerNorm and linear classifier on the CLS token (ViViT's 'token' classifier)."""
+  """Final LayerNorm and linear classifier on the CLS token (ViViT's 'token' classifier);
+  zero-initialised unless config.head_zeroinit is False (see models.head_kernel_init)."""
   num_classes: int
+  zero_init: bool = True
 
   @nn.compact
   def __call__(self, x):  # [B, 1 + T', D]
     x = nn.LayerNorm(epsilon=1e-6, name="norm")(x[:, 0])
-    return nn.Dense(self.num_classes, kernel_init=nn.initializers.zeros, name="dense")(x)
+    return nn.Dense(self.num_classes, kernel_init=head_kernel_init(self.zero_init), name="dense")(x)
 
 
 class ViViT(nn.Module):
@@ -146,7 +148,7 @@ class ViViT(nn.Module):
     h = jnp.concatenate([jnp.broadcast_to(t_cls, (frames.shape[0], 1, D)), frames], axis=1) + t_pos
     for l in range(cfg.temporal_depth):
       (h,) = Block(D, cfg.num_heads, cfg.mlp_dim, name=f"temporal_block_{l}")([h], (D,))
-    return ClsHead(cfg.num_classes, name="head")(h), aux  # [B, num_classes]
+    return ClsHead(cfg.num_classes, cfg.head_zeroinit, name="head")(h), aux  # [B, num_classes]
 
 
 def make_video_model(config: ViViTConfig, kind: str) -> nn.Module:

@@ -120,6 +120,8 @@ def test_left_plateau_reads_the_training_loss_against_ln_k():
   assert analysis.left_plateau(run([(25, 2.31), (50, 2.2), (75, 2.08)])) is False  # ln 10 = 2.303
   assert analysis.left_plateau(run([(25, 2.31), (50, 2.0), (75, 2.3)])) is True  # once is enough
   assert analysis.left_plateau({"config": {"model": {"num_classes": 10}}}) is None
+  assert analysis.plateau_exit(run([(25, 2.31), (50, 2.0), (75, 2.3), (100, 1.0)])) == 50  # the first step below
+  assert analysis.plateau_exit(run([(25, 2.31), (50, 2.2)])) is None
   assert analysis.points(_metrics("vit", [(None, None, 1.0, 0.5)]))[0]["learned"] is None
 
 

@@ -1,3 +1,6 @@
+import hashlib
+import json
+
 import pytest
 
 from mone import config
@@ -30,7 +33,8 @@ def test_overrides_and_router_layers():
     ({"width": 100}, "divisible"),
     ({"image_size": 100}, "image_size=100 must be divisible by patch_size=16"),
     ({"num_experts": 0}, "num_experts must be >= 1"),
-    ({"mod_capacity": 0}, "mod_capacity")])
+    ({"mod_capacity": 0}, "mod_capacity"),
+    ({"head_zeroinit": 0}, "head_zeroinit must be True or False, got 0")])
 def test_bad_configs_name_the_parameter(kw, match):
   with pytest.raises(ValueError, match=match):
     config.vit("S/16", **kw)
@@ -39,3 +43,18 @@ def test_bad_configs_name_the_parameter(kw, match):
 def test_bad_variant():
   with pytest.raises(ValueError, match="variant"):
     config.vit("H/14")
+
+
+def test_fields_added_later_keep_old_hashes():
+  """A field added after run files were committed changes no hash while it holds its default,
+  so `results/runs/<name>-<kind>-<hash>.json` still names the run; any other value does."""
+  import dataclasses
+  from mone import configs, results
+  cfg = configs.video_temporal()
+  legacy = results._jsonable(cfg)
+  del legacy["model"]["head_zeroinit"]  # the config as hashed before the field existed
+  blob = json.dumps(legacy, sort_keys=True).encode()
+  assert results.config_hash(cfg) == hashlib.sha256(blob).hexdigest()[:12]
+  changed = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, head_zeroinit=False))
+  assert results.config_hash(changed) != results.config_hash(cfg)
+  assert configs.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
