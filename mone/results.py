@@ -34,13 +34,16 @@ def atomic_write_text(path, text: str) -> None:
     raise
 
 
-def _jsonable(x):
+def _jsonable(x, for_hash: bool = False):
+  """Plain JSON types. for_hash leaves out fields added later that still hold their old
+  default (config._added), so a new field renames no committed run file."""
   if dataclasses.is_dataclass(x):
-    return {f.name: _jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
+    return {f.name: _jsonable(getattr(x, f.name), for_hash) for f in dataclasses.fields(x)
+            if not (for_hash and f.metadata.get("hash_omit_default") and getattr(x, f.name) == f.default)}
   if isinstance(x, dict):
-    return {str(k): _jsonable(v) for k, v in x.items()}
+    return {str(k): _jsonable(v, for_hash) for k, v in x.items()}
   if isinstance(x, (list, tuple)):
-    return [_jsonable(v) for v in x]
+    return [_jsonable(v, for_hash) for v in x]
   if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:  # numpy / jax scalars
     return x.item()
   if hasattr(x, "tolist"):
@@ -57,17 +60,9 @@ def read_json(path):
     return json.load(f)
 
 
-def _hashed(x):
-  """_jsonable, minus fields added later that still hold their old default (config._added)."""
-  if dataclasses.is_dataclass(x):
-    return {f.name: _hashed(getattr(x, f.name)) for f in dataclasses.fields(x)
-            if not (f.metadata.get("hash_omit_default") and getattr(x, f.name) == f.default)}
-  return _jsonable(x)
-
-
 def config_hash(config) -> str:
   """A short stable hash of a config's content (field names and values)."""
-  blob = json.dumps(_hashed(config), sort_keys=True).encode()
+  blob = json.dumps(_jsonable(config, for_hash=True), sort_keys=True).encode()
   return hashlib.sha256(blob).hexdigest()[:12]
 
 

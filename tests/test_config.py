@@ -50,7 +50,8 @@ def test_fields_added_later_keep_old_hashes():
   so `results/runs/<name>-<kind>-<hash>.json` still names the run; any other value does."""
   import dataclasses
   from mone import configs, results
-  cfg = configs.video_temporal()
+  cfg = configs.video_appearance()  # the zero head: the field at its default
+  assert cfg.model.head_zeroinit is True
   legacy = results._jsonable(cfg)
   del legacy["model"]["head_zeroinit"]  # the config as hashed before the field existed
   blob = json.dumps(legacy, sort_keys=True).encode()
@@ -58,3 +59,14 @@ def test_fields_added_later_keep_old_hashes():
   changed = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, head_zeroinit=False))
   assert results.config_hash(changed) != results.config_hash(cfg)
   assert configs.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
+
+
+def test_a_new_model_size_keeps_the_recipes_classifier_init():
+  """The temporal task's recipe is a lecun_normal classifier (its zero head plateaus, notebook 04):
+  switching the model variant, as the smoke profile does, must not bring the zero head back."""
+  from mone import configs
+  cfg = configs.video_temporal()
+  assert cfg.model.head_zeroinit is False
+  small = configs.apply_overrides(cfg, {"model": "tiny/8x2"})
+  assert (small.model.head_zeroinit, small.model.num_classes, small.model.width) == (False, 8, config.vivit("tiny/8x2").width)
+  assert configs.apply_overrides(configs.video_appearance(), {"model": "tiny/8x2"}).model.head_zeroinit is True
