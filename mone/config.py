@@ -26,6 +26,30 @@ def _added(default):
   return dataclasses.field(default=default, metadata={"hash_omit_default": True})
 
 
+def _check_common(cfg, positive, depth_name: str):
+  """Validates the fields ViTConfig and ViViTConfig share (the integers in `positive`, patching,
+  heads, experts, routers, classifier init); returns the `need(ok, msg)` that raises a
+  ValueError naming the config, for the class's own checks."""
+  def need(ok, msg):
+    if not ok:
+      raise ValueError(f"{cfg.name}: {msg}")
+  for f in positive:
+    need(isinstance(getattr(cfg, f), int) and getattr(cfg, f) >= 1,
+         f"{f} must be a positive integer, got {getattr(cfg, f)!r}")
+  need(cfg.image_size % cfg.patch_size == 0,
+       f"image_size={cfg.image_size} must be divisible by patch_size={cfg.patch_size}")
+  need(cfg.width % cfg.num_heads == 0, f"width={cfg.width} must be divisible by num_heads={cfg.num_heads}")
+  capacity_lib.expert_widths(cfg.width, cfg.num_experts)  # raises a clear ValueError
+  need(0 <= cfg.router_layer < cfg.depth,
+       f"router_layer must be in [0, {cfg.depth - 1}] ({depth_name}={cfg.depth}), got {cfg.router_layer}")
+  need(1 <= cfg.num_routers <= cfg.depth - cfg.router_layer,
+       f"num_routers must be in [1, {cfg.depth - cfg.router_layer}] for router_layer="
+       f"{cfg.router_layer} and {depth_name}={cfg.depth}, got {cfg.num_routers}")
+  need(cfg.router in ROUTERS, f"router must be one of {ROUTERS}, got {cfg.router!r}")
+  need(isinstance(cfg.head_zeroinit, bool), f"head_zeroinit must be True or False, got {cfg.head_zeroinit!r}")
+  return need
+
+
 @dataclasses.dataclass(frozen=True)
 class ViTConfig:
   """A ViT whose blocks contain E nested experts of widths D/2^(E-1), ..., D/2, D."""
@@ -46,26 +70,9 @@ class ViTConfig:
   head_zeroinit: bool = _added(True)  # classifier kernel: zeros (ViT, big_vision) or lecun_normal
 
   def __post_init__(self):
-    def need(ok, msg):
-      if not ok:
-        raise ValueError(f"{self.name}: {msg}")
-    for f in ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
-              "mlp_ratio", "num_classes"):
-      need(isinstance(getattr(self, f), int) and getattr(self, f) >= 1,
-           f"{f} must be a positive integer, got {getattr(self, f)!r}")
-    need(self.image_size % self.patch_size == 0,
-         f"image_size={self.image_size} must be divisible by patch_size={self.patch_size}")
-    need(self.width % self.num_heads == 0,
-         f"width={self.width} must be divisible by num_heads={self.num_heads}")
-    capacity_lib.expert_widths(self.width, self.num_experts)  # raises a clear ValueError
-    need(0 <= self.router_layer < self.depth,
-         f"router_layer must be in [0, {self.depth - 1}] (depth={self.depth}), got {self.router_layer}")
-    need(1 <= self.num_routers <= self.depth - self.router_layer,
-         f"num_routers must be in [1, {self.depth - self.router_layer}] for router_layer="
-         f"{self.router_layer} and depth={self.depth}, got {self.num_routers}")
-    need(self.router in ROUTERS, f"router must be one of {ROUTERS}, got {self.router!r}")
+    need = _check_common(self, ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
+                                "mlp_ratio", "num_classes"), "depth")
     need(0 < self.mod_capacity <= 1, f"mod_capacity must be in (0, 1], got {self.mod_capacity}")
-    need(isinstance(self.head_zeroinit, bool), f"head_zeroinit must be True or False, got {self.head_zeroinit!r}")
 
   @property
   def num_tokens(self) -> int:
@@ -151,28 +158,11 @@ class ViViTConfig:
   head_zeroinit: bool = _added(True)  # classifier kernel: zeros, or lecun_normal (see vivit.ClsHead)
 
   def __post_init__(self):
-    def need(ok, msg):
-      if not ok:
-        raise ValueError(f"{self.name}: {msg}")
-    for f in ("num_frames", "tubelet_size", "image_size", "patch_size", "channels", "width",
-              "depth", "temporal_depth", "num_heads", "mlp_ratio", "num_classes"):
-      need(isinstance(getattr(self, f), int) and getattr(self, f) >= 1,
-           f"{f} must be a positive integer, got {getattr(self, f)!r}")
+    need = _check_common(self, ("num_frames", "tubelet_size", "image_size", "patch_size", "channels",
+                                "width", "depth", "temporal_depth", "num_heads", "mlp_ratio",
+                                "num_classes"), "spatial depth")
     need(self.num_frames % self.tubelet_size == 0,
          f"num_frames={self.num_frames} must be divisible by tubelet_size={self.tubelet_size}")
-    need(self.image_size % self.patch_size == 0,
-         f"image_size={self.image_size} must be divisible by patch_size={self.patch_size}")
-    need(self.width % self.num_heads == 0,
-         f"width={self.width} must be divisible by num_heads={self.num_heads}")
-    capacity_lib.expert_widths(self.width, self.num_experts)  # raises a clear ValueError
-    need(0 <= self.router_layer < self.depth,
-         f"router_layer must be in [0, {self.depth - 1}] (spatial depth={self.depth}), "
-         f"got {self.router_layer}")
-    need(1 <= self.num_routers <= self.depth - self.router_layer,
-         f"num_routers must be in [1, {self.depth - self.router_layer}] for router_layer="
-         f"{self.router_layer} and spatial depth={self.depth}, got {self.num_routers}")
-    need(self.router in ROUTERS, f"router must be one of {ROUTERS}, got {self.router!r}")
-    need(isinstance(self.head_zeroinit, bool), f"head_zeroinit must be True or False, got {self.head_zeroinit!r}")
 
   @property
   def num_tokens(self) -> int:
