@@ -61,5 +61,5 @@ figures: $(STAMP)
 	@set -e; for src in notebooks/[0-9]*.ipynb; do \
 	  [ -e "$$src" ] || continue; \
 	  echo "papermill $$src (profile=$(PROFILE))"; \
-	  $(VENV)/bin/papermill --progress-bar -k python3 "$$src" "$(NB_OUT)/$$(basename $$src)" -p profile $(PROFILE); \
+	  $(PY) scripts/run_notebook.py "$$src" "$(NB_OUT)/$$(basename $$src)" $(PROFILE); \
 	done

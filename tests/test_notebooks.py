@@ -8,6 +8,7 @@ folder, so a run one trains (MoNE at e_c=0.4 in 01) is reused by the next ones, 
 (.cache/jax_compilation, or $JAX_COMPILATION_CACHE_DIR) is shared between the kernels and
 kept between sessions.
 """
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -36,11 +37,19 @@ def smoke_env(tmp_path_factory):
     yield root
 
 
+def _runner():
+  spec = importlib.util.spec_from_file_location("run_notebook", REPO / "scripts" / "run_notebook.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+run_notebook = _runner()  # what `make figures` runs
+
+
 def _execute(notebook: Path, out: Path, profile: str):
   # Relative input path and cwd = repository root, exactly as the Makefile runs them.
-  return papermill.execute_notebook(str(notebook.relative_to(REPO)), str(out),
-                                    parameters={"profile": profile}, kernel_name="python3",
-                                    cwd=str(REPO), progress_bar=False)
+  return run_notebook.execute(str(notebook.relative_to(REPO)), str(out), profile, progress_bar=False, cwd=str(REPO))
 
 
 def test_there_are_notebooks():
@@ -83,6 +92,10 @@ def test_notebook_runs_with_the_smoke_profile(notebook, smoke_env):
   assert list((smoke_env / "results" / "runs").glob("smoke*.json")), "runs are cached in the tmp folder"
   # The book publishes the outputs: no local paths, no errors, and the verdict is printed.
   executed = nbformat.read(out, as_version=4)
+  # Stable cell ids: a rerun changes an executed notebook only where its outputs change.
+  source_ids = [c.id for c in nbformat.read(notebook, as_version=4).cells]
+  assert [c.id for c in executed.cells if c.id != run_notebook.INJECTED_ID] == source_ids
+  assert run_notebook.INJECTED_ID in [c.id for c in executed.cells]
   outputs = json.dumps([c.get("outputs", []) for c in executed.cells])
   for private in {str(REPO), str(smoke_env), str(Path.home())} - {"/"}:
     assert private not in outputs, f"{private} leaks into the outputs of {notebook.name}"
