@@ -13,8 +13,10 @@ Both sides run the same code with the same tricks: the models share `mone.models
 (heads-major attention, erf GELU, single-pass LayerNorm), and every model processes a batch
 in chunks (a `lax.map`; training sums the gradient over chunks), each at the chunk size that
 is fastest for it (`--chunk auto`; on the 2-core CPU a chunked dense forward is ~1.2x faster
-than a whole-batch one, so a whole-batch baseline would flatter MoNE). Nested models slice
-their weights once per step, outside the chunk loop (`models.nested_weights`).
+than a whole-batch one, so a whole-batch baseline would flatter MoNE). Nested models read
+their weight slices (`models.nested_weights`) from variables made outside the chunk loop:
+for a forward row once, before timing, as a deployed model keeps them (`prepare`; for MoNE
+they hold 0.875x the blocks' projection weights again); for a training row once per step.
 Timings only mean something on an otherwise idle machine: every row records the load average.
 
 A workload is a list of `Contender`s and an input maker: `image_workload` (ViT) and
@@ -26,7 +28,9 @@ import dataclasses
 import datetime
 import os
 import platform
+import subprocess
 import time
+from pathlib import Path
 from typing import Callable
 
 import jax
@@ -34,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mone import capacity, config, flops, masked, models, results, vivit
+from mone import capacity, config, flops, masked, models, results, routing, vivit
 
 E_CS = (0.2, 0.3, 0.4, 0.5, 0.6, 1.0)
 
@@ -147,10 +151,16 @@ def _chunks(x, chunk):
   return x.reshape(x.shape[0] // chunk, chunk, *x.shape[1:])
 
 
+def prepare(c: Contender):
+  """The variables `c.apply` takes, made once: inference weights as a deployed model keeps
+  them (MoNE's nested weight slices are computed at load time, not on every call)."""
+  return jax.block_until_ready(jax.jit(c.variables)(c.params))
+
+
 def forward_fn(c: Contender, chunk: int, batch: int):
-  """Logits of a batch, `chunk` examples at a time: a chunk's activations stay in cache."""
-  def f(p, x):
-    v = c.variables(p)
+  """(variables from `prepare`, inputs) -> logits of a batch, `chunk` examples at a time:
+  a chunk's activations stay in cache."""
+  def f(v, x):
     if chunk >= batch:
       return c.apply(v, x)
     return jax.lax.map(lambda xc: c.apply(v, xc), _chunks(x, chunk)).reshape(batch, -1)
@@ -186,8 +196,8 @@ def make_runner(c: Contender, mode: str, inputs, labels, chunk: int):
   """A no-argument callable that runs one batch to completion; compiled on creation."""
   batch = inputs.shape[0]
   if mode == "forward":
-    f = forward_fn(c, chunk, batch)
-    run = lambda: jax.block_until_ready(f(c.params, inputs))
+    f, v = forward_fn(c, chunk, batch), prepare(c)
+    run = lambda: jax.block_until_ready(f(v, inputs))
   else:
     tx = optimizer()
     f = train_fn(c, chunk, batch, tx)
@@ -236,6 +246,72 @@ def chunk_candidates(batch: int, chunk: str):
 
 
 # ---------------------------------------------------------------------------------------------
+# One block, forward and backward timed apart: where a training step's time goes.
+
+def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, log=print, **overrides):
+  """Rows timing one transformer block alone: the dense block and MoNE's grouped block at each
+  e_c (tokens already in expert order, as after the router), with the same parameters.
+
+  'block forward' times the forward pass; 'block backward' times only the pullback of a
+  forward whose residuals are already stored (`jax.vjp`), to the parameters, their nested
+  slices and the inputs. A training step is about one forward and one backward, so the two
+  speed-ups bracket the step's. The FLOP ratio is the block's (`flops.block_macs`; a backward
+  costs twice its forward on both sides, so the ratio is the same)."""
+  cfg = config.vit(variant, **overrides)
+  n, d_model = cfg.num_tokens, cfg.width
+  blk = models.Block(d_model, cfg.num_heads, cfg.mlp_dim)
+  kp, kx, kc = jax.random.split(jax.random.key(seed), 3)
+  params = blk.init(kp, [jnp.zeros((1, n, d_model))], (d_model,))["params"]
+  x, ct = jax.random.normal(kx, (batch, n, d_model)), jax.random.normal(kc, (batch, n, d_model))
+  dense_macs = flops.block_macs([n], [d_model], d_model, cfg.mlp_dim)
+
+  def contender(e_c):
+    if e_c is None:  # the dense block: one group at full width, no Eq. 1 factor
+      return "dense", (n,), (d_model,), False, "dense block, all tokens at width D"
+    counts = routing.expert_counts(capacity.capacity_distribution(e_c, cfg.num_experts), n)
+    live = [g for g in range(cfg.num_experts) if counts[g]]
+    return ("mone", tuple(counts[g] for g in live), tuple(cfg.expert_widths[g] for g in live), True,
+            "tokens per expert " + ", ".join(map(str, counts)))
+
+  runners, meta = [], []
+  for e_c in (None, *e_cs):
+    name, counts, widths, with_mults, note = contender(e_c)
+    v = {"params": params, "nested": models.nested_weights({"block_0": params}, widths)["block_0"]}
+    mults = [jnp.ones((batch, c)) for c in counts] if with_mults else None
+
+    def fwd(v, x, counts=counts, widths=widths, mults=mults):
+      return blk.apply(v, [h[..., :w] for h, w in zip(models._split(x, counts), widths)], widths, mults)
+
+    cts = [c[..., :w] for c, w in zip(models._split(ct, counts), widths)]
+    f = jax.jit(fwd)
+    _, pullback = jax.vjp(f, v, x)
+    b = jax.jit(lambda pb, ct: pb(ct))
+    runners += [lambda f=f, v=v: jax.block_until_ready(f(v, x)),
+                lambda b=b, pb=pullback, cts=cts: jax.block_until_ready(b(pb, cts))]
+    macs = flops.block_macs(counts, widths, d_model, cfg.mlp_dim)
+    meta += [("block forward", name, e_c, macs, note), ("block backward", name, e_c, macs, note)]
+  for r in runners:
+    r()  # compile
+  load_start = os.getloadavg()[0]
+  times = time_round_robin(runners, reps)
+  load_end = os.getloadavg()[0]
+  rows = []
+  for mode in ("block forward", "block backward"):
+    base = float(np.median(next(t for (m, name, *_), t in zip(meta, times) if m == mode and name == "dense")))
+    for (m, name, e_c, macs, note), t in zip(meta, times):
+      if m != mode:
+        continue
+      med = float(np.median(t))
+      rows.append(dict(
+          workload=f"ViT-{variant} block", mode=mode, batch=batch, model=name, e_c=e_c,
+          median_ms=med * 1e3, p25_ms=float(np.percentile(t, 25)) * 1e3, p75_ms=float(np.percentile(t, 75)) * 1e3,
+          reps=len(t), speedup=base / med, flop_ratio=dense_macs / macs, efficiency=base / med / (dense_macs / macs),
+          gflops=macs / 1e9, chunk=batch, ms_by_chunk={}, load_1m=[load_start, load_end], note=note))
+    log(table([r for r in rows if r["mode"] == mode]))
+  return rows
+
+
+# ---------------------------------------------------------------------------------------------
 # Running, reporting.
 
 def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2, log=print,
@@ -270,12 +346,13 @@ def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2,
 
 
 def table(rows) -> str:
-  head = (f"{'mode':8s}{'batch':>6s}  {'model':8s}{'e_c':>5s}{'GFLOPs':>8s}{'chunk':>6s}{'median ms':>11s}"
+  mw = max(8, *(len(r["mode"]) + 1 for r in rows))
+  head = (f"{'mode':{mw}s}{'batch':>6s}  {'model':8s}{'e_c':>5s}{'GFLOPs':>8s}{'chunk':>6s}{'median ms':>11s}"
           f"{'p25-p75':>14s}{'speed-up':>10s}{'FLOP ratio':>11s}{'effic.':>8s}  note")
   lines = [head, "-" * len(head)]
   for r in rows:
     e_c = "" if r["e_c"] is None else f"{r['e_c']:.1f}"
-    lines.append(f"{r['mode']:8s}{r['batch']:6d}  {r['model']:8s}{e_c:>5s}{r['gflops']:8.2f}{r['chunk']:6d}"
+    lines.append(f"{r['mode']:{mw}s}{r['batch']:6d}  {r['model']:8s}{e_c:>5s}{r['gflops']:8.2f}{r['chunk']:6d}"
                  f"{r['median_ms']:11.1f}{r['p25_ms']:7.0f}-{r['p75_ms']:<6.0f}{r['speedup']:10.2f}"
                  f"{r['flop_ratio']:11.2f}{r['efficiency']:8.2f}  {r['note']}")
   r0 = rows[0]
@@ -315,10 +392,24 @@ def machine() -> dict:
   except (OSError, StopIteration):
     pass
   dev = jax.devices()[0]
-  return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__,
+  return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__, "code": code_version(),
           "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}",
           "xla_flags": os.environ.get("XLA_FLAGS", ""),
           "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
+
+
+def code_version() -> str | None:
+  """The git commit the benchmark ran on, '+dirty' if the working tree had changes; None
+  outside a git checkout. A timing is only comparable with one of the same code."""
+  try:
+    run = lambda *a: subprocess.run(["git", *a], cwd=results.REPO, capture_output=True, text=True, timeout=10)
+    head = run("rev-parse", "--short=12", "HEAD")
+    if head.returncode:
+      return None
+    dirty = run("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+  except (OSError, subprocess.SubprocessError):
+    return None
 
 
 def cast(workload: Workload, dtype) -> Workload:
@@ -357,8 +448,16 @@ def main(argv=None):
                   help="parameters, inputs and compute (bfloat16 for GPUs)")
   ap.add_argument("--no-matvit", action="store_true")
   ap.add_argument("--no-masked", action="store_true")
-  ap.add_argument("--json", default=str(results.RESULTS / "bench" / "cpu.json"))
+  ap.add_argument("--block", action="store_true",
+                  help="time one transformer block's forward and backward apart (dense vs MoNE at each "
+                       "--e-c, each --batch) instead of whole models; see block_rows")
+  ap.add_argument("--json", default=None,
+                  help="where to write the rows (default results/bench/cpu.json, with --block cpu-block.json)")
   args = ap.parse_args(argv)
+  if args.json is None:
+    args.json = str(results.RESULTS / "bench" / ("cpu-block.json" if args.block else "cpu.json"))
+  if args.block:
+    return main_block(args)
 
   wl = cast(image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
                            with_masked=not args.no_masked,
@@ -373,7 +472,7 @@ def main(argv=None):
       results.atomic_write_json(args.json, {
           "machine": {**meta, "load_avg_end": list(os.getloadavg()),
                       "peak_rss_mib": results.peak_rss_mib()},
-          "baseline": wl.baseline, "baselines": baselines, "workload": wl.name, "args": vars(args),
+          "baseline": wl.baseline, "baselines": baselines, "workload": wl.name, "args": _recorded(args),
           "complete": complete, "rows": rows, "targets": check_targets(rows, wl.name), **results.provenance()})
 
   rows = bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps, on_group=save,
@@ -388,6 +487,33 @@ def main(argv=None):
     print("targets:\n" + targets_table(checks))
   if args.json:
     save(rows, complete=True)
+    print(f"wrote {args.json}")
+  return rows
+
+
+def _recorded(args) -> dict:
+  """The command-line arguments as the JSON records them: a path inside the repository relative
+  to it, so that no local path is committed."""
+  out = vars(args).copy()
+  try:
+    out["json"] = str(Path(args.json).resolve().relative_to(results.REPO))
+  except ValueError:
+    pass
+  return out
+
+
+def main_block(args):
+  """--block: block_rows for each batch, written like the model rows (no targets apply)."""
+  meta = machine()
+  print(f"ViT-{args.variant}, one block, on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), "
+        f"jax {meta['jax']}, load average {meta['load_avg'][0]:.2f}")
+  rows = []
+  for batch in args.batch:
+    rows += block_rows(args.variant, args.e_c, batch, args.reps)
+  if args.json:
+    results.atomic_write_json(args.json, {
+        "machine": {**meta, "load_avg_end": list(os.getloadavg()), "peak_rss_mib": results.peak_rss_mib()},
+        "workload": rows[0]["workload"], "args": _recorded(args), "complete": True, "rows": rows, **results.provenance()})
     print(f"wrote {args.json}")
   return rows
 

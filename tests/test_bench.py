@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mone import bench, config, flops, results
+from mone import bench, capacity, config, flops, results, routing
 
 KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75_ms", "reps",
         "speedup", "flop_ratio", "efficiency", "gflops", "chunk", "load_1m", "note"}
@@ -15,7 +15,7 @@ def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path):
   bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--mode", "forward", "train",
               "--reps", "1", "--chunk", "1", "--json", str(path)])
   out = results.read_json(path)
-  assert {"cpu_model", "cores", "jax", "load_avg", "date"} <= set(out["machine"])
+  assert {"cpu_model", "cores", "jax", "load_avg", "date", "code"} <= set(out["machine"])
   assert "dense" in out["baseline"]
   rows = out["rows"]
   for mode in ("forward", "train"):
@@ -35,12 +35,35 @@ def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path):
       assert np.isclose(r["flop_ratio"], dense / flops.gflops(cfg, "matvit", 0.25))
 
 
+def test_block_mode_times_one_blocks_forward_and_backward_apart(tmp_path):
+  path = tmp_path / "block.json"
+  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--block", "--reps", "1",
+              "--json", str(path)])
+  out = results.read_json(path)
+  rows = out["rows"]
+  assert out["complete"] and {"cpu_model", "cores", "jax"} <= set(out["machine"])
+  for mode in ("block forward", "block backward"):
+    assert [(r["model"], r["e_c"]) for r in rows if r["mode"] == mode] == [("dense", None), ("mone", 0.3), ("mone", 1.0)]
+  cfg = config.vit("tiny/8")
+  n, d, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
+  counts = routing.expert_counts(capacity.capacity_distribution(0.3, cfg.num_experts), n)
+  ratio = flops.block_macs([n], [d], d, m) / flops.block_macs(counts, cfg.expert_widths, d, m)
+  for r in rows:
+    assert KEYS <= set(r) and r["median_ms"] > 0 and r["reps"] == 1 and r["batch"] == 2
+    assert np.isclose(r["efficiency"], r["speedup"] / r["flop_ratio"])
+    if r["model"] == "dense":
+      assert r["speedup"] == 1.0 and r["flop_ratio"] == 1.0
+    else:
+      assert np.isclose(r["flop_ratio"], ratio if r["e_c"] == 0.3 else 1.0), r
+
+
 def test_chunking_changes_nothing_but_speed():
   wl = bench.image_workload("tiny/8", [0.3], with_matvit=False, with_masked=False)
   x, y = wl.make_inputs(4)
   mone = wl.contenders[1]
-  whole = bench.forward_fn(mone, 4, 4)(mone.params, x)
-  chunked = bench.forward_fn(mone, 2, 4)(mone.params, x)
+  v = bench.prepare(mone)
+  whole = bench.forward_fn(mone, 4, 4)(v, x)
+  chunked = bench.forward_fn(mone, 2, 4)(v, x)
   np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-5)
 
   tx = optax.sgd(1.0)  # the update is the gradient itself: accumulating over chunks is exact
@@ -74,7 +97,7 @@ def test_bfloat16_workload_computes_in_bfloat16():
   assert x.dtype == jnp.bfloat16 and y.dtype == jnp.int32
   for c in wl.contenders:
     assert {l.dtype for l in jax.tree.leaves(c.params)} == {jnp.dtype(jnp.bfloat16)}, c.name
-    logits = bench.forward_fn(c, chunk=2, batch=2)(c.params, x)
+    logits = bench.forward_fn(c, chunk=2, batch=2)(bench.prepare(c), x)
     assert logits.dtype == jnp.bfloat16 and bool(jnp.isfinite(logits).all()), c.name
   assert "bfloat16" in wl.baseline and "float32" not in wl.baseline
   assert bench.cast(wl, jnp.float32) is wl
