@@ -256,7 +256,11 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
   forward whose residuals are already stored (`jax.vjp`), to the parameters, their nested
   slices and the inputs. A training step is about one forward and one backward, so the two
   speed-ups bracket the step's. The FLOP ratio is the block's (`flops.block_macs`; a backward
-  costs twice its forward on both sides, so the ratio is the same)."""
+  costs twice its forward on both sides, so the ratio is the same).
+
+  A last row per mode, model 'attention', times the block's attention alone (QK^T, softmax,
+  AV at full width over all tokens): the same work in the dense block and in MoNE's, so it
+  bounds what MoNE can save. Its 'efficiency' is its MAC rate relative to the dense block's."""
   cfg = config.vit(variant, **overrides)
   n, d_model = cfg.num_tokens, cfg.width
   blk = models.Block(d_model, cfg.num_heads, cfg.mlp_dim)
@@ -274,6 +278,14 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
             "tokens per expert " + ", ".join(map(str, counts)))
 
   runners, meta = [], []
+
+  def add(name, e_c, f, args, cotangent, macs, note):  # forward and pullback runners of f(*args)
+    f = jax.jit(f)
+    _, pullback = jax.vjp(f, *args)
+    b = jax.jit(lambda pb, ct: pb(ct))
+    runners.extend([lambda: jax.block_until_ready(f(*args)), lambda: jax.block_until_ready(b(pullback, cotangent))])
+    meta.extend([("block forward", name, e_c, macs, note), ("block backward", name, e_c, macs, note)])
+
   for e_c in (None, *e_cs):
     name, counts, widths, with_mults, note = contender(e_c)
     v = {"params": params, "nested": models.nested_weights({"block_0": params}, widths)["block_0"]}
@@ -283,13 +295,10 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
       return blk.apply(v, [h[..., :w] for h, w in zip(models._split(x, counts), widths)], widths, mults)
 
     cts = [c[..., :w] for c, w in zip(models._split(ct, counts), widths)]
-    f = jax.jit(fwd)
-    _, pullback = jax.vjp(f, v, x)
-    b = jax.jit(lambda pb, ct: pb(ct))
-    runners += [lambda f=f, v=v: jax.block_until_ready(f(v, x)),
-                lambda b=b, pb=pullback, cts=cts: jax.block_until_ready(b(pb, cts))]
-    macs = flops.block_macs(counts, widths, d_model, cfg.mlp_dim)
-    meta += [("block forward", name, e_c, macs, note), ("block backward", name, e_c, macs, note)]
+    add(name, e_c, fwd, (v, x), cts, flops.block_macs(counts, widths, d_model, cfg.mlp_dim), note)
+  qkv = jax.random.normal(kc, (3, batch, cfg.num_heads, n, d_model // cfg.num_heads))
+  add("attention", None, models.attention, tuple(qkv), qkv[0], 2 * n * n * d_model,
+      "attention alone, the same in both blocks")
   for r in runners:
     r()  # compile
   load_start = os.getloadavg()[0]

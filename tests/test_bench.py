@@ -43,7 +43,8 @@ def test_block_mode_times_one_blocks_forward_and_backward_apart(tmp_path):
   rows = out["rows"]
   assert out["complete"] and {"cpu_model", "cores", "jax"} <= set(out["machine"])
   for mode in ("block forward", "block backward"):
-    assert [(r["model"], r["e_c"]) for r in rows if r["mode"] == mode] == [("dense", None), ("mone", 0.3), ("mone", 1.0)]
+    assert [(r["model"], r["e_c"]) for r in rows if r["mode"] == mode] == [
+        ("dense", None), ("mone", 0.3), ("mone", 1.0), ("attention", None)]
   cfg = config.vit("tiny/8")
   n, d, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
   counts = routing.expert_counts(capacity.capacity_distribution(0.3, cfg.num_experts), n)
@@ -53,6 +54,8 @@ def test_block_mode_times_one_blocks_forward_and_backward_apart(tmp_path):
     assert np.isclose(r["efficiency"], r["speedup"] / r["flop_ratio"])
     if r["model"] == "dense":
       assert r["speedup"] == 1.0 and r["flop_ratio"] == 1.0
+    elif r["model"] == "attention":  # QK^T and AV: 2 N^2 D of the block's MACs
+      assert np.isclose(r["flop_ratio"], flops.block_macs([n], [d], d, m) / (2 * n * n * d))
     else:
       assert np.isclose(r["flop_ratio"], ratio if r["e_c"] == 0.3 else 1.0), r
 
