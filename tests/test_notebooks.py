@@ -58,6 +58,10 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_follows_the_house_layout(notebook):
+  raw = json.loads(notebook.read_text())
+  # nbformat gives a cell without an id a random one when it reads it, so an executed copy would
+  # change on every run: every committed cell carries its own.
+  assert all("id" in c for c in raw["cells"]), [c["source"][:1] for c in raw["cells"] if "id" not in c]
   nb = nbformat.read(notebook, as_version=4)
   cells = nb.cells
   assert cells[0].cell_type == "markdown" and "claim" in cells[0].source.lower()
