@@ -157,7 +157,7 @@ def video_temporal() -> TrainConfig:
   only at step ~4,000), which makes single-seed comparisons on this task noisy.
   The plateau is the zero-initialised classifier (it gives the backbone no gradient until
   batch noise grows it, and no random feature separates motion order), so this task uses a
-  lecun_normal classifier: all four runs (ViViT, MoNE; seeds 0, 1) then leave it by step 525
+  lecun_normal classifier: all six runs (ViViT, MoNE; seeds 0, 1, 2) then leave it by step 600
   (notebook 04)."""
   return TrainConfig(name="video_temporal", dataset="moving_digits", video_task="temporal",
                      model=model_config.vivit("XS/4x2", num_classes=8, head_zeroinit=False),
