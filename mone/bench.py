@@ -1,6 +1,6 @@
 """Wall-clock speed of MoNE against the dense ViT it saves FLOPs on, on this machine.
 
-  python -m mone.bench --variant S/16 --batch 8 32 --train-batch 8 --video B/16x2 --json results/bench/cpu.json
+  python -m mone.bench --variant S/16 --batch 8 32 --train-batch 8 32 --reps 7 --video B/16x2 --json results/bench/cpu.json
 
 For every (mode, batch) it builds the dense ViT, MoNE at each e_c, the MatViT sub-model with
 the FLOPs closest to each MoNE, and the naive masked MoNE (`mone.masked`), all from one set of
@@ -385,20 +385,35 @@ TARGETS = (("forward", 0.3, "efficiency", 0.85), ("forward", 0.5, "efficiency", 
 
 def check_targets(rows, workload=None) -> list[dict]:
   """One entry per (target, batch) found in rows: the measured value and whether it holds.
-  speed-up >= 0.95 at e_c = 1.0 is "no more than 5% slower than the dense model"."""
+  speed-up >= 0.95 at e_c = 1.0 is "no more than 5% slower than the dense model".
+
+  A target below e_c = 1.0 holds only if it also holds against the fastest full-width model
+  of its group (`strict`): MoNE at e_c = 1.0 does the dense model's work plus routing, so when
+  its median beats the dense row's, the dense median was inflated by noise or a worse chunk
+  choice, and a ratio taken against it would flatter MoNE."""
   out = []
   for mode, e_c, key, need in TARGETS:
     for r in rows:
       if (r["model"] == "mone" and r["mode"] == mode and r["e_c"] is not None and abs(r["e_c"] - e_c) < 1e-9
           and (workload is None or r["workload"] == workload)):
+        strict = r[key]
+        if e_c < 1.0:
+          same = [q for q in rows if (q["workload"], q["mode"], q["batch"]) == (r["workload"], mode, r["batch"])]
+          full = min(q["median_ms"] for q in same if q["model"] == "dense" or (q["model"] == "mone" and q["e_c"] == 1.0))
+          strict = full / r["median_ms"] / (r["flop_ratio"] if key == "efficiency" else 1.0)
         out.append({"workload": r["workload"], "mode": mode, "batch": r["batch"], "e_c": e_c, "metric": key,
-                    "target": need, "measured": r[key], "ok": bool(r[key] >= need)})
+                    "target": need, "measured": r[key], "strict": strict, "ok": bool(min(r[key], strict) >= need)})
   return out
 
 
 def targets_table(checks) -> str:
+  """One line per target; where the fastest full-width model was faster than the dense row,
+  the value against it follows in brackets."""
+  def value(c):
+    strict = c.get("strict", c["measured"])
+    return f"{c['measured']:.2f}" + (f" [{strict:.2f} vs the fastest full-width model]" if strict < c["measured"] - 5e-3 else "")
   return "\n".join(f"{c['workload']:18s} {c['mode']:8s} batch {c['batch']:3d} e_c={c['e_c']:.1f}: {c['metric']} "
-                   f"{c['measured']:.2f} (target >= {c['target']:.2f}) {'OK' if c['ok'] else 'MISSED'}"
+                   f"{value(c)} (target >= {c['target']:.2f}) {'OK' if c['ok'] else 'MISSED'}"
                    for c in checks)
 
 

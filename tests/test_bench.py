@@ -104,3 +104,21 @@ def test_bfloat16_workload_computes_in_bfloat16():
     assert logits.dtype == jnp.bfloat16 and bool(jnp.isfinite(logits).all()), c.name
   assert "bfloat16" in wl.baseline and "float32" not in wl.baseline
   assert bench.cast(wl, jnp.float32) is wl
+
+
+def test_targets_hold_only_against_the_fastest_full_width_model():
+  """MoNE at e_c = 1.0 does the dense model's work plus routing: when it is faster than the
+  dense row, the dense median is the noisy one, and a target must hold against the faster."""
+  def row(model, e_c, ms, ratio=1.0):
+    return {"workload": "ViT", "mode": "forward", "batch": 8, "model": model, "e_c": e_c, "median_ms": ms,
+            "flop_ratio": ratio, "speedup": 100.0 / ms, "efficiency": 100.0 / ms / ratio}
+  rows = [row("dense", None, 100.0), row("mone", 0.3, 40.0, 2.78), row("mone", 1.0, 90.0)]
+  checks = {c["e_c"]: c for c in bench.check_targets(rows)}
+  assert np.isclose(checks[0.3]["measured"], 2.5 / 2.78) and checks[0.3]["measured"] >= 0.85
+  assert np.isclose(checks[0.3]["strict"], 2.25 / 2.78) and not checks[0.3]["ok"]
+  assert checks[1.0]["ok"] and np.isclose(checks[1.0]["strict"], 100 / 90)
+  assert "[0.81 vs the fastest full-width model]" in bench.targets_table([checks[0.3]])
+  rows[2] = row("mone", 1.0, 104.0)  # slower than dense: the dense row stands
+  checks = {c["e_c"]: c for c in bench.check_targets(rows)}
+  assert checks[0.3]["ok"] and checks[0.3]["strict"] == checks[0.3]["measured"]
+  assert "[" not in bench.targets_table([checks[0.3]])
