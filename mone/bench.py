@@ -432,14 +432,15 @@ def machine() -> dict:
 
 
 def code_version() -> str | None:
-  """The git commit the benchmark ran on, '+dirty' if the working tree had changes; None
-  outside a git checkout. A timing is only comparable with one of the same code."""
+  """The git commit the benchmark ran on, '+dirty' if the package's code (mone/) had uncommitted
+  changes; None outside a git checkout. A timing is only comparable with one of the same code.
+  Changes elsewhere (results a run is writing, notebooks) do not change what is timed."""
   try:
     run = lambda *a: subprocess.run(["git", *a], cwd=results.REPO, capture_output=True, text=True, timeout=10)
     head = run("rev-parse", "--short=12", "HEAD")
     if head.returncode:
       return None
-    dirty = run("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    dirty = run("status", "--porcelain", "--untracked-files=no", "--", "mone").stdout.strip()
     return head.stdout.strip() + ("+dirty" if dirty else "")
   except (OSError, subprocess.SubprocessError):
     return None

@@ -122,3 +122,23 @@ def test_targets_hold_only_against_the_fastest_full_width_model():
   checks = {c["e_c"]: c for c in bench.check_targets(rows)}
   assert checks[0.3]["ok"] and checks[0.3]["strict"] == checks[0.3]["measured"]
   assert "[" not in bench.targets_table([checks[0.3]])
+
+
+def test_code_version_is_dirty_only_for_uncommitted_package_code(tmp_path, monkeypatch):
+  """A benchmark writes results while it runs; only changes to mone/ change what it times."""
+  import subprocess
+  git = lambda *a: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *a], cwd=tmp_path,
+                                  check=True, capture_output=True, text=True).stdout.strip()
+  (tmp_path / "mone").mkdir()
+  (tmp_path / "mone" / "models.py").write_text("a = 1\n")
+  (tmp_path / "notes.json").write_text("{}\n")
+  git("init", "-q")
+  git("add", ".")
+  git("commit", "-q", "-m", "init")
+  monkeypatch.setattr(results, "REPO", tmp_path)
+  head = git("rev-parse", "--short=12", "HEAD")
+  assert bench.code_version() == head
+  (tmp_path / "notes.json").write_text('{"rows": []}\n')
+  assert bench.code_version() == head
+  (tmp_path / "mone" / "models.py").write_text("a = 2\n")
+  assert bench.code_version() == head + "+dirty"
