@@ -21,7 +21,9 @@ Timings only mean something on an otherwise idle machine: every row records the 
 
 A workload is a list of `Contender`s and an input maker: `image_workload` (ViT) and
 `video_workload` (the ViViT factorised encoder, MoNE on its spatial transformer).
-`check_targets` turns the rows into the issue's pass/fail targets.
+`check_targets` turns the rows into the issue's pass/fail targets. Where the time goes:
+`block_rows` (--block) times one transformer block's forward and backward apart, `matmul_rows`
+(--matmul) each of its projection matmuls alone.
 """
 import argparse
 import dataclasses
@@ -330,6 +332,88 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
 
 
 # ---------------------------------------------------------------------------------------------
+# One projection matmul at a time: how fast this machine multiplies the shapes a nested block makes.
+
+PROJECTIONS = ("qkv", "out", "mlp1", "mlp2")
+
+
+def projection_shapes(tokens: int, d: int, d_model: int, mlp_dim: int):
+  """(projection, M, K, N) of the four matmuls of a group of `tokens` tokens at width d (Eqs. 4-8):
+  in-projections read d features (K = d), out-projections write d (N = d)."""
+  return (("qkv", tokens, d, 3 * d_model), ("out", tokens, d_model, d),
+          ("mlp1", tokens, d, mlp_dim), ("mlp2", tokens, mlp_dim, d))
+
+
+def matmul_rows(variant: str, e_cs, chunk: int, reps: int = 15, repeat: int = 16, seed: int = 0,
+                log=print, **overrides):
+  """Rows timing each projection matmul of one block on its own, for the dense block and for
+  each MoNE group at each e_c, with `chunk` examples' tokens (the chunk a model runs at).
+
+  A block's time beyond attention is these matmuls plus cheap elementwise work, so their
+  speed per FLOP says where a nested block loses against the dense one. Each timed call runs
+  `repeat` matmuls of one shape inside one jit (`lax.map` over distinct inputs), so that
+  dispatch costs little even for the smallest shapes; rows hold the time of one.
+  A row's 'rate' is its GFLOP/s relative to the dense block's same projection. One 'total' row
+  per contender sums its matmuls; its rate is theirs relative to all the dense ones: the
+  efficiency of MoNE's matmuls (the time they would take at the dense speed per FLOP over the
+  time they take)."""
+  cfg = config.vit(variant, **overrides)
+  n, d_model, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
+  contenders = [("dense", None, [(n, d_model)])]
+  for e_c in e_cs:
+    counts = routing.expert_counts(capacity.capacity_distribution(e_c, cfg.num_experts), n)
+    contenders.append(("mone", e_c, [(c, w) for c, w in zip(counts, cfg.expert_widths) if c]))
+  key = jax.random.key(seed)
+  mm = jax.jit(lambda xs, w: jax.lax.map(lambda x: x @ w, xs))
+  runners, meta = [], []
+  for name, e_c, groups in contenders:
+    for tokens, d in groups:
+      for proj, mdim, kdim, ndim in projection_shapes(chunk * tokens, d, d_model, m):
+        kx, kw, key = jax.random.split(key, 3)
+        xs, w = jax.random.normal(kx, (repeat, mdim, kdim)), jax.random.normal(kw, (kdim, ndim))
+        runners.append(lambda xs=xs, w=w: jax.block_until_ready(mm(xs, w)))
+        meta.append((name, e_c, d, proj, (mdim, kdim, ndim)))
+  for r in runners:
+    r()  # compile
+  load_start = os.getloadavg()[0]
+  times = time_round_robin(runners, reps)
+  load_end = os.getloadavg()[0]
+  rows = []
+  for (name, e_c, d, proj, shape), t in zip(meta, times):
+    med = float(np.median(t)) / repeat
+    rows.append(dict(workload=f"ViT-{variant} matmuls", mode="matmul", batch=chunk, model=name, e_c=e_c,
+                     width=d, projection=proj, shape=list(shape), median_us=med * 1e6,
+                     gflops_per_s=2 * np.prod(shape) / med / 1e9, reps=len(t), load_1m=[load_start, load_end]))
+  dense_rate = {r["projection"]: r["gflops_per_s"] for r in rows if r["model"] == "dense"}
+  dense_total = sum(r["median_us"] for r in rows if r["model"] == "dense")
+  dense_flops = sum(2 * np.prod(r["shape"]) for r in rows if r["model"] == "dense")
+  for r in rows:
+    r["rate"] = r["gflops_per_s"] / dense_rate[r["projection"]]
+  for name, e_c, _ in contenders:
+    sel = [r for r in rows if r["model"] == name and r["e_c"] == e_c and r["projection"] != "total"]
+    total, fl = sum(r["median_us"] for r in sel), sum(2 * np.prod(r["shape"]) for r in sel)
+    rows.append(dict(workload=sel[0]["workload"], mode="matmul", batch=chunk, model=name, e_c=e_c, width=None,
+                     projection="total", shape=None, median_us=total, gflops_per_s=fl / total / 1e3,
+                     reps=reps, load_1m=[load_start, load_end], rate=fl / total * dense_total / dense_flops))
+  log(matmul_table(rows))
+  return rows
+
+
+def matmul_table(rows) -> str:
+  head = f"{'model':6s}{'e_c':>5s}{'width':>6s}  {'matmul':7s}{'M x K x N':>18s}{'us':>9s}{'GFLOP/s':>9s}{'rate':>7s}"
+  lines = [head, "-" * len(head)]
+  for r in rows:
+    e_c = "" if r["e_c"] is None else f"{r['e_c']:.1f}"
+    shape = "" if r["shape"] is None else " x ".join(map(str, r["shape"]))
+    width = "" if r["width"] is None else str(r["width"])
+    lines.append(f"{r['model']:6s}{e_c:>5s}{width:>6s}  {r['projection']:7s}{shape:>18s}{r['median_us']:9.0f}"
+                 f"{r['gflops_per_s']:9.1f}{r['rate']:7.2f}")
+  lines.append(f"rate: GFLOP/s relative to the dense block's matmul of the same projection "
+               f"(total: of all its matmuls); load average (1 min) {rows[0]['load_1m'][0]:.2f} -> {rows[0]['load_1m'][1]:.2f}")
+  return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
 # Running, reporting.
 
 def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2, log=print,
@@ -485,12 +569,19 @@ def main(argv=None):
   ap.add_argument("--block", action="store_true",
                   help="time one transformer block's forward and backward apart (dense vs MoNE at each "
                        "--e-c, each --batch) instead of whole models; see block_rows")
+  ap.add_argument("--matmul", action="store_true",
+                  help="time each projection matmul of one block alone (dense vs MoNE's groups at each --e-c) "
+                       "with --batch examples' tokens; see matmul_rows")
   ap.add_argument("--json", default=None,
-                  help="where to write the rows (default results/bench/cpu.json, with --block cpu-block.json)")
+                  help="where to write the rows (default results/bench/cpu.json; cpu-block.json with --block, "
+                       "cpu-matmul.json with --matmul)")
   args = ap.parse_args(argv)
+  if args.block and args.matmul:
+    ap.error("--block and --matmul time different things; pass one of them")
   if args.json is None:
-    args.json = str(results.RESULTS / "bench" / ("cpu-block.json" if args.block else "cpu.json"))
-  if args.block:
+    name = "cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul else "cpu.json"
+    args.json = str(results.RESULTS / "bench" / name)
+  if args.block or args.matmul:
     return main_block(args)
 
   wl = cast(image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
@@ -537,13 +628,15 @@ def _recorded(args) -> dict:
 
 
 def main_block(args):
-  """--block: block_rows for each batch, written like the model rows (no targets apply)."""
+  """--block (block_rows) or --matmul (matmul_rows) for each batch, written like the model rows
+  (no targets apply)."""
   meta = machine()
-  print(f"ViT-{args.variant}, one block, on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), "
+  what = "one block's matmuls" if args.matmul else "one block"
+  print(f"ViT-{args.variant}, {what}, on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), "
         f"jax {meta['jax']}, load average {meta['load_avg'][0]:.2f}")
   rows = []
   for batch in args.batch:
-    rows += block_rows(args.variant, args.e_c, batch, args.reps)
+    rows += (matmul_rows if args.matmul else block_rows)(args.variant, args.e_c, batch, args.reps)
   if args.json:
     results.atomic_write_json(args.json, {
         "machine": {**meta, "load_avg_end": list(os.getloadavg()), "peak_rss_mib": results.peak_rss_mib()},

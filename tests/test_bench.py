@@ -3,6 +3,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 from mone import bench, capacity, config, flops, results, routing
 
@@ -58,6 +59,32 @@ def test_block_mode_times_one_blocks_forward_and_backward_apart(tmp_path):
       assert np.isclose(r["flop_ratio"], flops.block_macs([n], [d], d, m) / (2 * n * n * d))
     else:
       assert np.isclose(r["flop_ratio"], ratio if r["e_c"] == 0.3 else 1.0), r
+
+
+def test_matmul_mode_times_every_projection_of_every_group(tmp_path, capsys):
+  path = tmp_path / "matmul.json"
+  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--matmul", "--reps", "1", "--json", str(path)])
+  rows = results.read_json(path)["rows"]
+  cfg = config.vit("tiny/8")
+  n, d, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
+  counts = routing.expert_counts(capacity.capacity_distribution(0.3, cfg.num_experts), n)
+  live = [w for c, w in zip(counts, cfg.expert_widths) if c]
+  for model, widths, groups in (("dense", [d], [n]), ("mone", live, [c for c in counts if c])):
+    sel = [r for r in rows if r["model"] == model and r["projection"] != "total"]
+    assert [(r["width"], r["projection"]) for r in sel] == [(w, p) for w in widths for p in bench.PROJECTIONS]
+    # The shapes Block multiplies: their MACs are the block's, less attention, for 2 examples.
+    block = flops.block_macs(groups, widths, d, m) - 2 * n * n * d
+    assert sum(np.prod(r["shape"]) for r in sel) == 2 * block
+    (total,) = [r for r in rows if r["model"] == model and r["projection"] == "total"]
+    assert np.isclose(total["median_us"], sum(r["median_us"] for r in sel))
+    for r in sel:
+      assert r["median_us"] > 0 and r["batch"] == 2
+      assert np.isclose(r["gflops_per_s"], 2 * np.prod(r["shape"]) / r["median_us"] / 1e3)
+  assert all(r["rate"] == 1.0 for r in rows if r["model"] == "dense")
+  assert "rate" in capsys.readouterr().out
+  with pytest.raises(SystemExit):
+    bench.main(["--variant", "tiny/8", "--block", "--matmul"])
+  assert "--block and --matmul" in capsys.readouterr().err
 
 
 def test_chunking_changes_nothing_but_speed():
