@@ -384,17 +384,15 @@ def matmul_rows(variant: str, e_cs, chunk: int, reps: int = 15, repeat: int = 16
     rows.append(dict(workload=f"ViT-{variant} matmuls", mode="matmul", batch=chunk, model=name, e_c=e_c,
                      width=d, projection=proj, shape=list(shape), median_us=med * 1e6,
                      gflops_per_s=2 * np.prod(shape) / med / 1e9, reps=len(t), load_1m=[load_start, load_end]))
-  dense_rate = {r["projection"]: r["gflops_per_s"] for r in rows if r["model"] == "dense"}
-  dense_total = sum(r["median_us"] for r in rows if r["model"] == "dense")
-  dense_flops = sum(2 * np.prod(r["shape"]) for r in rows if r["model"] == "dense")
-  for r in rows:
-    r["rate"] = r["gflops_per_s"] / dense_rate[r["projection"]]
   for name, e_c, _ in contenders:
-    sel = [r for r in rows if r["model"] == name and r["e_c"] == e_c and r["projection"] != "total"]
+    sel = [r for r in rows if (r["model"], r["e_c"]) == (name, e_c)]
     total, fl = sum(r["median_us"] for r in sel), sum(2 * np.prod(r["shape"]) for r in sel)
     rows.append(dict(workload=sel[0]["workload"], mode="matmul", batch=chunk, model=name, e_c=e_c, width=None,
                      projection="total", shape=None, median_us=total, gflops_per_s=fl / total / 1e3,
-                     reps=reps, load_1m=[load_start, load_end], rate=fl / total * dense_total / dense_flops))
+                     reps=reps, load_1m=[load_start, load_end]))
+  dense_rate = {r["projection"]: r["gflops_per_s"] for r in rows if r["model"] == "dense"}
+  for r in rows:  # a total's rate is against the dense total: the efficiency of the matmuls
+    r["rate"] = r["gflops_per_s"] / dense_rate[r["projection"]]
   log(matmul_table(rows))
   return rows
 
