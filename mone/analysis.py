@@ -25,7 +25,6 @@ import math
 import numpy as np
 import scipy.stats
 
-from mone import capacity as capacity_lib
 from mone import experiments, results
 
 # Inference capacities every MoNE run is evaluated at (Fig. 5's grid). It must contain every
@@ -214,12 +213,12 @@ def router_outputs(params, cfg, images, e_c: float | None = None, batch_size: in
   e_c = cfg.e_c if e_c is None else e_c
   if e_c is None:
     raise ValueError("e_c is needed for an adaptively trained model (cfg.e_c is None)")
-  caps = tuple(capacity_lib.allocation(cfg.allocation, e_c, cfg.model.num_experts))
+  budget = cfg.budget(e_c)
   model = train.build_model(cfg)
 
   @jax.jit
   def forward(params, x, key):
-    _, aux = model.apply({"params": params}, x, caps, drop_smallest=cfg.allocation == "mod_greedy",
+    _, aux = model.apply({"params": params}, x, budget.capacities, drop_smallest=budget.drop_smallest,
                          rngs={"routing": key})
     return aux["router_probs"], aux["assignment"]
 

@@ -9,12 +9,12 @@ so that a change in machine load hits every contender alike, and reports medians
 speed-up = dense median / median, flop_ratio = dense FLOPs / FLOPs (analytic, `mone.flops`),
 efficiency = speed-up / flop_ratio: 1.0 means a model turns every saved FLOP into time.
 
-Both sides run the same code with the same tricks: the models share `mone.models.Block`
+Both sides run the same code with the same tricks: the models share `mone.layers.Block`
 (heads-major attention, erf GELU, single-pass LayerNorm), and every model processes a batch
 in chunks (a `lax.map`; training sums the gradient over chunks), each at the chunk size that
 is fastest for it (`--chunk auto`; on the 2-core CPU a chunked dense forward is ~1.2x faster
 than a whole-batch one, so a whole-batch baseline would flatter MoNE). Nested models read
-their weight slices (`models.nested_weights`) from variables made outside the chunk loop:
+their weight slices (`layers.nested_weights`) from variables made outside the chunk loop:
 for a forward row once, before timing, as a deployed model keeps them (`prepare`; for MoNE
 they hold 0.875x the blocks' projection weights again); for a training row once per step.
 Timings only mean something on an otherwise idle machine: every row records the load average.
@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mone import capacity, config, flops, masked, models, results, routing, vivit
+from mone import capacity, config, flops, layers, masked, models, results, routing, vivit
 
 E_CS = (0.2, 0.3, 0.4, 0.5, 0.6, 1.0)
 
@@ -58,7 +58,7 @@ class Contender:
   params: dict
   note: str = ""
   # params -> the variables `apply` takes, made once per step, outside the loop over chunks:
-  # nested models take their weight slices here (see models.nested_weights).
+  # nested models take their weight slices here (see layers.nested_weights).
   variables: Callable = _params_only
 
 
@@ -94,7 +94,7 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
   p, p_dense = _shared_params(mone, shape, cfg.num_experts, seed)
 
   def nested(widths):
-    return lambda p: {"params": p, "nested": models.nested_weights(p, widths)}
+    return lambda p: {"params": p, "nested": layers.nested_weights(p, widths)}
 
   dense_macs = flops.macs(cfg, "vit")
   out = [Contender("dense", None, dense_macs, lambda v, x: vit.apply(v, x)[0], p_dense,
@@ -102,7 +102,7 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
   rel = [w / cfg.width for w in cfg.expert_widths]
   matvit_macs = [flops.macs(cfg, "matvit", r) for r in rel]
   for e_c in e_cs:
-    caps = tuple(capacity.capacity_distribution(e_c, cfg.num_experts))
+    caps = capacity.budget("mone", e_c, cfg.num_experts).capacities
     out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps), nested(cfg.expert_widths)))
@@ -134,11 +134,11 @@ def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, **overrides)
   out = [Contender("dense", None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
                    "ViViT-FE, all tokens at width D")]
   for e_c in e_cs:
-    caps = tuple(capacity.capacity_distribution(e_c, cfg.num_experts))
+    caps = capacity.budget("mone", e_c, cfg.num_experts).capacities
     out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps),
-                         lambda p: {"params": p, "nested": models.nested_weights(p, cfg.expert_widths)}))
+                         lambda p: {"params": p, "nested": layers.nested_weights(p, cfg.expert_widths)}))
 
   return Workload(f"ViViT-{variant} {cfg.num_frames}x{cfg.image_size}px",
                   _random_inputs(shape, cfg.num_classes, seed), out,
@@ -274,7 +274,7 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
   bounds what MoNE can save. Its 'efficiency' is its MAC rate relative to the dense block's."""
   cfg = config.vit(variant, **overrides)
   n, d_model = cfg.num_tokens, cfg.width
-  blk = models.Block(d_model, cfg.num_heads, cfg.mlp_dim)
+  blk = layers.Block(d_model, cfg.num_heads, cfg.mlp_dim)
   kp, kx, kc = jax.random.split(jax.random.key(seed), 3)
   params = blk.init(kp, [jnp.zeros((1, n, d_model))], (d_model,))["params"]
   x, ct = jax.random.normal(kx, (batch, n, d_model)), jax.random.normal(kc, (batch, n, d_model))
@@ -283,7 +283,7 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
   def contender(e_c):
     if e_c is None:  # the dense block: one group at full width, no Eq. 1 factor
       return "dense", (n,), (d_model,), False, "dense block, all tokens at width D"
-    counts = routing.expert_counts(capacity.capacity_distribution(e_c, cfg.num_experts), n)
+    counts = routing.expert_counts(capacity.budget("mone", e_c, cfg.num_experts).capacities, n)
     live = [g for g in range(cfg.num_experts) if counts[g]]
     return ("mone", tuple(counts[g] for g in live), tuple(cfg.expert_widths[g] for g in live), True,
             "tokens per expert " + ", ".join(map(str, counts)))
@@ -299,16 +299,16 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
 
   for e_c in (None, *e_cs):
     name, counts, widths, with_mults, note = contender(e_c)
-    v = {"params": params, "nested": models.nested_weights({"block_0": params}, widths)["block_0"]}
+    v = {"params": params, "nested": layers.nested_weights({"block_0": params}, widths)["block_0"]}
     mults = [jnp.ones((batch, c)) for c in counts] if with_mults else None
 
     def fwd(v, x, counts=counts, widths=widths, mults=mults):
-      return blk.apply(v, [h[..., :w] for h, w in zip(models._split(x, counts), widths)], widths, mults)
+      return blk.apply(v, [h[..., :w] for h, w in zip(layers.split_groups(x, counts), widths)], widths, mults)
 
-    cts = [c[..., :w] for c, w in zip(models._split(ct, counts), widths)]
+    cts = [c[..., :w] for c, w in zip(layers.split_groups(ct, counts), widths)]
     add(name, e_c, fwd, (v, x), cts, flops.block_macs(counts, widths, d_model, cfg.mlp_dim), note)
   qkv = jax.random.normal(kc, (3, batch, cfg.num_heads, n, d_model // cfg.num_heads))
-  add("attention", None, models.attention, tuple(qkv), qkv[0], 2 * n * n * d_model,
+  add("attention", None, layers.attention, tuple(qkv), qkv[0], 2 * n * n * d_model,
       "attention alone, the same in both blocks")
   for r in runners:
     r()  # compile
@@ -361,7 +361,7 @@ def matmul_rows(variant: str, e_cs, chunk: int, reps: int = 15, repeat: int = 16
   n, d_model, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
   contenders = [("dense", None, [(n, d_model)])]
   for e_c in e_cs:
-    counts = routing.expert_counts(capacity.capacity_distribution(e_c, cfg.num_experts), n)
+    counts = routing.expert_counts(capacity.budget("mone", e_c, cfg.num_experts).capacities, n)
     contenders.append(("mone", e_c, [(c, w) for c, w in zip(counts, cfg.expert_widths) if c]))
   key = jax.random.key(seed)
   mm = jax.jit(lambda xs, w: jax.lax.map(lambda x: x @ w, xs))

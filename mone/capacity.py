@@ -5,6 +5,7 @@ A capacity distribution c gives the fraction of tokens each expert processes; it
 effective capacity e_c = sum_i c_i d_i / D is the fraction of the dense model's
 projection compute that MoNE spends (Sec. 4.3).
 """
+import dataclasses
 import functools
 
 import numpy as np
@@ -46,6 +47,15 @@ def check_capacities(c, num_experts: int | None = None) -> tuple[float, ...]:
     raise ValueError(f"capacities must sum to 1 (every token goes to exactly one expert), "
                      f"got sum {c.sum():.6f} for {c.tolist()}")
   return tuple(float(x) for x in np.clip(c, 0.0, 1.0))
+
+
+def expert_counts(capacities, num_tokens: int) -> tuple[int, ...]:
+  """Tokens per expert under EPR: k_j = floor(c_j N) for j >= 1, leftovers to expert 0."""
+  c = check_capacities(capacities)
+  # The epsilon keeps floor() from losing a token to float error (0.3 * 10 = 2.9999...).
+  k = [int(np.floor(cj * num_tokens + 1e-6)) for cj in c]
+  k[0] = num_tokens - sum(k[1:])
+  return tuple(k)
 
 
 def _check_e_c(e_c: float, num_experts: int) -> float:
@@ -157,3 +167,29 @@ def allocation(name: str, e_c: float | None = None, num_experts: int = 4) -> np.
   if name == "mone":
     return capacity_distribution(e_c, num_experts)
   raise ValueError(f"unknown allocation {name!r}; choose one of {ALLOCATIONS}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  """What a MoNE forward needs from a compute budget: the fraction of tokens per expert
+  (smallest first) and whether the smallest expert's tokens skip the blocks (MoD Greedy).
+  Hashable, so a jitted function can take it as a static argument."""
+  allocation: str
+  e_c: float | None  # the budget asked for; None for a static allocation without one
+  capacities: tuple[float, ...]
+  drop_smallest: bool
+
+  @property
+  def effective(self) -> float:
+    """The effective capacity these capacities spend (sum_i c_i d_i / D)."""
+    return effective_capacity(self.capacities, self.drop_smallest)
+
+
+def budget(allocation_name: str, e_c: float | None, num_experts: int = 4) -> Budget:
+  """The one place a budget becomes what the model needs: Table 1's allocation
+  `allocation_name` at effective capacity e_c (ignored by the static allocations) over
+  num_experts nested experts. Every caller (training, evaluation, FLOP counts, benchmarks,
+  router analysis) goes through here; raises a ValueError naming e_c when it is infeasible."""
+  caps = tuple(float(c) for c in allocation(allocation_name, e_c, num_experts))
+  return Budget(allocation_name, e_c, caps, allocation_name == "mod_greedy")
+

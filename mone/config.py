@@ -6,6 +6,8 @@ can be overridden by keyword; an unknown keyword is an error that names it.
 """
 import dataclasses
 
+import numpy as np
+
 from mone import capacity as capacity_lib
 
 # name: (width D, depth, heads). S/B/L follow ViT (Dosovitskiy et al., 2021).
@@ -18,6 +20,10 @@ SIZES = {
 }
 PAPER_SIZES = ("S", "B", "L")
 ROUTERS = ("learned", "random")
+
+
+KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.make_model)
+VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense ViViT (mone.vivit)
 
 
 def _added(default):
@@ -207,3 +213,8 @@ def vivit(variant: str = "B/16x2", **overrides) -> ViViTConfig:
   if size not in PAPER_SIZES:
     base.update(num_frames=8, image_size=32, num_classes=10)
   return _build(ViViTConfig, base, overrides)
+
+
+def mod_tokens(cfg: ViTConfig) -> int:
+  """Tokens a MoD routed layer processes."""
+  return max(1, int(np.floor(cfg.mod_capacity * cfg.num_tokens + 1e-6)))

@@ -15,8 +15,7 @@ import typing
 
 from mone import capacity as capacity_lib
 from mone import config as model_config
-from mone.config import ViTConfig, ViViTConfig
-from mone.models import KINDS
+from mone.config import KINDS, ViTConfig, ViViTConfig
 
 # Adaptive training samples e_c uniformly from these each step (paper Sec. 5).
 ADAPTIVE_E_C = (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
@@ -75,7 +74,7 @@ class TrainConfig:
       e = self.model.num_experts
       for e_c in ((() if self.adaptive else (self.e_c,)) + tuple(self.eval_e_c)):
         need(e_c is not None, "kind=mone needs e_c (or adaptive=True)")
-        capacity_lib.allocation(self.allocation, e_c, e)  # raises a ValueError naming e_c
+        self.budget(e_c)  # raises a ValueError naming e_c
       need(self.adaptive or self.e_c is not None, "kind=mone needs e_c")
     for f in ("batch_size", "eval_batch_size", "steps", "log_every", "checkpoint_every",
               "keep_checkpoints", "num_train", "num_test"):
@@ -111,6 +110,11 @@ class TrainConfig:
       need(bool(self.tfds_name), f"dataset={self.dataset} needs tfds_name")
     need(self.randaugment is None or (len(self.randaugment) == 2 and self.randaugment[0] >= 0),
          f"randaugment must be None or (num_ops, magnitude), got {self.randaugment!r}")
+
+  def budget(self, e_c: float | None = None) -> capacity_lib.Budget:
+    """This config's allocation at e_c (default: its training e_c), as `capacity.budget`
+    makes it: the capacities and whether the smallest expert is dropped."""
+    return capacity_lib.budget(self.allocation, self.e_c if e_c is None else e_c, self.model.num_experts)
 
 
 # ----------------------------------------------------------------- named configs ---

@@ -7,7 +7,7 @@ under 2% of the total for the paper's models). With these rules ViT-S/16, B/16 a
 at 224 px with a 21,843-way head come to 4.6, 17.5 and 61.3 GFLOPs (paper: 4.6, 17.6, 61.7).
 
 For MoNE the token counts per expert are the exact static counts EPR uses
-(`mone.routing.expert_counts`), so the number is what the model really executes.
+(`mone.capacity.expert_counts`), so the number is what the model really executes.
 
 Videos (a `ViViTConfig`, `mone.vivit`; numbers are per clip, so "8x1" evaluation costs 8x):
 the t x p x p tubelet embedding, T' spatial passes of `depth` blocks over N + 1 tokens
@@ -29,10 +29,7 @@ them the dense clip would be 352.3, 6% under the paper's 376.3.
 import numpy as np
 
 from mone import capacity as capacity_lib
-from mone import routing
-from mone.config import ViTConfig, ViViTConfig
-from mone.models import KINDS, mod_tokens
-from mone.vivit import KINDS as VIDEO_KINDS
+from mone.config import KINDS, VIDEO_KINDS, ViTConfig, ViViTConfig, mod_tokens
 
 
 def block_macs(num_tokens_per_group, widths, width: int, mlp_dim: int, attended: int | None = None):
@@ -76,8 +73,8 @@ def macs(config: ViTConfig | ViViTConfig, kind: str = "vit", e_c: float | None =
   if kind == "mone":
     if (e_c is None) == (capacities is None):
       raise ValueError("mone needs exactly one of e_c or capacities")
-    caps = capacity_lib.capacity_distribution(e_c, cfg.num_experts) if capacities is None else capacities
-    counts = routing.expert_counts(caps, n)
+    caps = capacity_lib.budget("mone", e_c, cfg.num_experts).capacities if capacities is None else capacities
+    counts = capacity_lib.expert_counts(caps, n)
     live = [(c, w) for g, (c, w) in enumerate(zip(counts, widths)) if c and not (drop_smallest and g == 0)]
     routed = block_macs([c for c, _ in live], [w for _, w in live], D, M, sum(c for c, _ in live))
     dense_layers = cfg.router_layer
@@ -106,8 +103,8 @@ def _vivit_macs(cfg: ViViTConfig, kind, e_c, capacities, drop_smallest) -> int:
   elif kind == "mone":
     if (e_c is None) == (capacities is None):
       raise ValueError("mone needs exactly one of e_c or capacities")
-    caps = capacity_lib.capacity_distribution(e_c, cfg.num_experts) if capacities is None else capacities
-    counts = routing.expert_counts(caps, n)
+    caps = capacity_lib.budget("mone", e_c, cfg.num_experts).capacities if capacities is None else capacities
+    counts = capacity_lib.expert_counts(caps, n)
     live = [(c, w) for g, (c, w) in enumerate(zip(counts, widths)) if c and not (drop_smallest and g == 0)]
     routed = block_macs([1] + [c for c, _ in live], [D] + [w for _, w in live], D, M)
     spatial = (cfg.router_layer * dense + (cfg.depth - cfg.router_layer) * routed

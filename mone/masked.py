@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mone import models, routing
+from mone import layers, models, routing
 from mone.config import ViTConfig
 
 
@@ -68,5 +68,5 @@ def masked_apply(variables, config: ViTConfig, images, capacities, drop_smallest
       if cfg.router == "learned":
         mult = p["alpha"] * jnp.take_along_axis(probs, assignment[..., None], -1)[..., 0] + 1.0
     x = _masked_block(p[f"block_{l}"], x, d_tok, mult, cfg.num_heads, valid)
-  logits = models.Head(cfg.num_classes).apply({"params": p["head"]}, x)
+  logits = layers.Head(cfg.num_classes).apply({"params": p["head"]}, x)
   return logits, aux

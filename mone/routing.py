@@ -9,15 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mone import capacity as capacity_lib
-
-
-def expert_counts(capacities, num_tokens: int) -> tuple[int, ...]:
-  """Tokens per expert under EPR: k_j = floor(c_j N) for j >= 1, leftovers to expert 0."""
-  c = capacity_lib.check_capacities(capacities)
-  # The epsilon keeps floor() from losing a token to float error (0.3 * 10 = 2.9999...).
-  k = [int(np.floor(cj * num_tokens + 1e-6)) for cj in c]
-  k[0] = num_tokens - sum(k[1:])
-  return tuple(k)
+from mone.capacity import expert_counts  # re-exported: the token counts EPR fills per expert
 
 
 def expert_preferred_routing(router_probs: jax.Array, capacities) -> jax.Array:

@@ -25,7 +25,6 @@ import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tqdm import tqdm  # plain: tqdm.auto warns (with local paths) in notebooks lacking ipywidgets
 
-from mone import capacity as capacity_lib
 from mone import configs, flops, models, results
 from mone.config import ViViTConfig
 from mone.configs import TrainConfig
@@ -91,23 +90,24 @@ def inputs(batch: dict):
 # ------------------------------------------------------------------------ model ---
 
 
-def train_capacities(cfg: TrainConfig, step: int):
-  """Static capacities for this step: fixed e_c, or (adaptive) one drawn from ADAPTIVE_E_C."""
+def train_budget(cfg: TrainConfig, step: int):
+  """This step's budget (`capacity.Budget`, static under jit): the config's e_c, or (adaptive)
+  one drawn from ADAPTIVE_E_C; None for a model without routing."""
   if cfg.kind != "mone":
     return None
   e_c = cfg.e_c
   if cfg.adaptive:
     rng = np.random.default_rng([cfg.seed, step, 7])
     e_c = float(rng.choice(configs.ADAPTIVE_E_C))
-  return tuple(capacity_lib.allocation(cfg.allocation, e_c, cfg.model.num_experts))
+  return cfg.budget(e_c)
 
 
 def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
   """Inference GFLOPs per example of the config's model at the given capacity."""
   m = cfg.model
   if cfg.kind == "mone":
-    caps = tuple(capacity_lib.allocation(cfg.allocation, e_c, m.num_experts))
-    return flops.gflops(m, "mone", capacities=caps, drop_smallest=cfg.allocation == "mod_greedy")
+    b = cfg.budget(e_c)
+    return flops.gflops(m, "mone", capacities=b.capacities, drop_smallest=b.drop_smallest)
   if cfg.kind == "matvit" and width_index is not None:
     return flops.gflops(m, "matvit", m.expert_widths[width_index] / m.width)
   return flops.gflops(m, "mod" if cfg.kind == "mod" else "vit")
@@ -131,7 +131,7 @@ def num_train_steps(cfg: TrainConfig) -> int:
 
 
 def init_params(cfg: TrainConfig, model, sample_images):
-  args = (train_capacities(cfg, 0),) if cfg.kind == "mone" else ()
+  args = (train_budget(cfg, 0).capacities,) if cfg.kind == "mone" else ()
   rngs = {"params": jax.random.key(cfg.seed), "routing": jax.random.key(cfg.seed + 1)}
   # jit: run op by op, init would compile hundreds of tiny programs (seconds per process).
   params = jax.jit(lambda r, x: model.init(r, x, *args))(rngs, sample_images)["params"]
@@ -155,9 +155,9 @@ def make_optimizer(cfg: TrainConfig, total_steps: int):
 # ------------------------------------------------------------------ update step ---
 
 
-def _logits(cfg, model, params, images, caps, rng, width_index=None):
+def _logits(cfg, model, params, images, budget, rng, width_index=None):
   if cfg.kind == "mone":
-    return model.apply({"params": params}, images, caps, drop_smallest=cfg.allocation == "mod_greedy",
+    return model.apply({"params": params}, images, budget.capacities, drop_smallest=budget.drop_smallest,
                        rngs={"routing": rng})
   if cfg.kind == "matvit":
     return model.apply({"params": params}, images, width_index=width_index)
@@ -194,7 +194,7 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
   nested width width_index (MatViT). Returns a dict with accuracy, gflops and optionally
   the per-token expert assignment (MoNE) for visualisation."""
   from mone import input_pipeline
-  caps = tuple(capacity_lib.allocation(cfg.allocation, e_c, cfg.model.num_experts)) if cfg.kind == "mone" else None
+  caps = cfg.budget(e_c) if cfg.kind == "mone" else None
   mesh = mesh or make_mesh(cfg)
   bs = batch_size or cfg.eval_batch_size
 
@@ -335,7 +335,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   try:
     for step, batch in batches:
       feed = {"image": shard(mesh, inputs(batch)), "soft_label": shard(mesh, batch["soft_label"])}
-      state, loss = step_fn(state, feed, train_capacities(cfg, step))
+      state, loss = step_fn(state, feed, train_budget(cfg, step))
       done = step + 1
       if done % cfg.log_every == 0 or done == total_steps:
         loss = float(loss)

@@ -21,20 +21,19 @@ compute can be saved. The MatViViT sub-models treat it the same way (patch token
 CLS at D), so MoNE with every token on expert j is exactly MatViViT j. Its cost,
 1/(N+1) of a spatial block's projections (0.4% at N = 256), is counted in `mone.flops`.
 
-The routed spatial encoder is the grouped scheme of `mone.models.ViT`, with the same
-`route` and `ungroup` (tokens permuted into expert order once per router, one static
-[B T', n_j, d_j] slice per expert), and the CLS group prepended.
+The spatial transformer is `mone.nested.encode`, the drop-in nested encoder `mone.models.ViT`
+runs too (tokens permuted into expert order once per router, one static [B T', n_j, d_j]
+slice per expert), with the CLS token as its full-width, unrouted `full` token.
 """
 import jax
 import jax.numpy as jnp
 import flax.linen as nn
 import numpy as np
 
-from mone import routing
-from mone.config import ViViTConfig
-from mone.models import Block, head_kernel_init, route, ungroup
+from mone import nested
+from mone.config import VIDEO_KINDS as KINDS, ViViTConfig
+from mone.layers import Block, head_kernel_init
 
-KINDS = ("vit", "matvit", "mone")  # 'vit' = the dense ViViT, as on the image side
 
 
 class TubeletEmbed(nn.Module):
@@ -61,7 +60,7 @@ class TubeletEmbed(nn.Module):
 
 class ClsHead(nn.Module):
   """Final LayerNorm and linear classifier on the CLS token (ViViT's 'token' classifier);
-  zero-initialised unless config.head_zeroinit is False (see models.head_kernel_init)."""
+  zero-initialised unless config.head_zeroinit is False (see layers.head_kernel_init)."""
   num_classes: int
   zero_init: bool = True
 
@@ -74,8 +73,9 @@ class ClsHead(nn.Module):
 class ViViT(nn.Module):
   """Dense ViViT-FE, its MatViViT sub-models, and MoNE-ViViT (routed=True).
 
-  __call__(video [B, T, H, W, C], capacities=None, *, width_index=None, drop_smallest=False)
-      -> (logits [B, num_classes], aux)
+  ``__call__(video [B, T, H, W, C], capacities=None, *, width_index=None, drop_smallest=False)
+  -> (logits [B, num_classes], aux)``:
+
     - routed=False, width_index=None: the dense ViViT.
     - routed=False, width_index=j: MatViViT sub-model j (spatial patch tokens at width d_j;
       the spatial CLS token and the temporal transformer at D).
@@ -98,47 +98,19 @@ class ViViT(nn.Module):
     x = TubeletEmbed(cfg, name="embed")(video)  # [B T', N, D]
     cls = self.param("spatial_cls", nn.initializers.zeros, (1, 1, D))
     cls = jnp.broadcast_to(cls, (x.shape[0], 1, D))  # one per temporal index, shared weights
-    blocks = [Block(D, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}") for l in range(cfg.depth)]
-    aux = {}
-    if not self.routed:
-      if capacities is not None:
-        raise ValueError("capacities are for routed (MoNE) models; use width_index for MatViViT")
-      if width_index is not None and width_index not in range(cfg.num_experts):
-        raise ValueError(f"width_index must be in [0, {cfg.num_experts - 1}] (one per nested "
-                         f"expert, smallest first), got {width_index!r}")
-      d = D if width_index is None else widths[width_index]
-      hs = [cls, x[..., :d]]  # the patch tail beyond d is never read again: only CLS is
-      for block in blocks:
-        hs = block(hs, (D, d))
-      cls = hs[0]
-    else:
-      if capacities is None:
-        raise ValueError("a routed (MoNE) model needs capacities, e.g. "
-                         "mone.capacity.capacity_distribution(e_c, num_experts)")
-      if width_index is not None:
-        raise ValueError("width_index selects a MatViViT sub-model; a routed model takes capacities")
-      caps = routing.capacity_lib.check_capacities(capacities, cfg.num_experts)
-      counts = routing.expert_counts(caps, n)
-      alpha = self.param("alpha", nn.initializers.zeros, ())  # Eq. 1; 0 keeps the start stable
-      ones = jnp.ones(cls.shape[:2], x.dtype)  # the CLS token's Eq. 1 factor: it is not routed
-
-      for block in blocks[:cfg.router_layer]:  # before the first router: dense
-        cls, x = block([cls, x], (D, D))
-      starts = cfg.router_layers
-      for r, (lo, hi) in enumerate(zip(starts, starts[1:] + (cfg.depth,))):
-        probs, assignment, perm, groups, mults, live = route(
-            x, r, cfg, caps, counts, alpha, lambda: self.make_rng("routing"), drop_smallest)  # per index
-        if r == 0:
-          aux = {"router_probs": probs.reshape(-1, nt, n, cfg.num_experts),
-                 "assignment": assignment.reshape(-1, nt, n)}
-        hs = [cls] + [groups[g][..., :widths[g]] for g in live]
-        ws = (D,) + tuple(widths[g] for g in live)
-        ms = [ones] + [mults[g] for g in live] if mults else None
-        for block in blocks[lo:hi]:
-          hs = block(hs, ws, ms)
-        cls = hs[0]
-        if hi < cfg.depth:  # the next router needs the tokens in patch order; the end needs only CLS
-          x = ungroup(groups, hs[1:], live, widths, perm)
+    if not self.routed and capacities is not None:
+      raise ValueError("capacities are for routed (MoNE) models; use width_index for MatViViT")
+    if self.routed and capacities is None:
+      raise ValueError("a routed (MoNE) model needs capacities, e.g. "
+                       "mone.capacity.budget('mone', e_c, num_experts).capacities")
+    # The spatial transformer is the drop-in nested encoder, its parameters in this module's scope;
+    # the CLS token of each temporal index runs at full width and is not routed. Only CLS is read
+    # after it, so the tokens may stay in expert order.
+    _, cls, aux = nested.encode(self, x, capacities, full=cls, width_index=width_index, drop_smallest=drop_smallest,
+                                patch_order=False, **nested.fields(cfg))
+    if aux:  # one routing per temporal index: [B T', N, ...] -> [B, T', N, ...]
+      aux = {"router_probs": aux["router_probs"].reshape(-1, nt, n, cfg.num_experts),
+             "assignment": aux["assignment"].reshape(-1, nt, n)}
 
     # Temporal transformer over the frame summaries, always dense (Sec. 4.4).
     frames = nn.LayerNorm(epsilon=1e-6, name="spatial_norm")(cls[:, 0]).reshape(-1, nt, D)  # [B, T', D]

@@ -73,3 +73,24 @@ def test_table1_alternatives():
     assert capacity.allocation(name, 0.4).sum() == pytest.approx(1.0)
   with pytest.raises(ValueError, match="unknown allocation"):
     capacity.allocation("fair", 0.4)
+
+
+def test_budget_is_the_one_conversion_of_a_budget():
+  b = capacity.budget("mone", 0.4)
+  assert b.capacities == tuple(capacity.capacity_distribution(0.4, 4)) and not b.drop_smallest
+  assert b.effective == pytest.approx(0.4) and all(type(c) is float for c in b.capacities)
+  mod = capacity.budget("mod_greedy", 0.4)
+  assert mod.drop_smallest and mod.effective == pytest.approx(0.4)
+  assert capacity.budget("uniform", None).capacities == (0.25,) * 4  # static: no e_c needed
+  assert hash(b) == hash(capacity.budget("mone", 0.4))  # usable as a static jit argument
+  with pytest.raises(ValueError, match="e_c"):
+    capacity.budget("mone", 1.5)
+  with pytest.raises(ValueError, match="needs e_c"):
+    capacity.budget("greedy", None)
+
+
+def test_train_config_budget_defaults_to_its_training_e_c():
+  from mone import configs
+  cfg = configs.apply_overrides(configs.smoke(), {"kind": "mone", "e_c": 0.3, "allocation": "mod_greedy"})
+  assert cfg.budget() == capacity.budget("mod_greedy", 0.3, cfg.model.num_experts)
+  assert cfg.budget(0.5).e_c == 0.5 and cfg.budget(0.5).drop_smallest

@@ -70,3 +70,12 @@ def test_a_new_model_size_keeps_the_recipes_classifier_init():
   small = configs.apply_overrides(cfg, {"model": "tiny/8x2"})
   assert (small.model.head_zeroinit, small.model.num_classes, small.model.width) == (False, 8, config.vivit("tiny/8x2").width)
   assert configs.apply_overrides(configs.video_appearance(), {"model": "tiny/8x2"}).model.head_zeroinit is True
+
+
+def test_the_flop_counter_the_budget_and_the_training_config_import_without_flax():
+  """They are arithmetic: a user (or the book's build) can use them without the model stack."""
+  import subprocess
+  import sys
+  code = ("import sys, mone.flops, mone.capacity, mone.configs; "
+          "assert 'flax' not in sys.modules, sorted(m for m in sys.modules if m.startswith('flax'))")
+  subprocess.run([sys.executable, "-c", code], check=True)

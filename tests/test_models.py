@@ -4,7 +4,7 @@ import numpy as np
 import optax
 import pytest
 
-from mone import capacity, config, masked, models
+from mone import capacity, config, layers, masked, models
 from helpers import randomize, set_alpha
 
 CFG = config.vit("tiny/8", depth=3)
@@ -89,13 +89,13 @@ def test_backward_moves_the_qkv_cotangent_out_of_heads_layout_once():
   without the fence in Block; see its comment)."""
   import re
   cfg = config.vit("tiny/8")
-  blk = models.Block(cfg.width, cfg.num_heads, cfg.mlp_dim)
+  blk = layers.Block(cfg.width, cfg.num_heads, cfg.mlp_dim)
   counts, widths = (cfg.num_tokens - 12, 4, 4, 4), cfg.expert_widths
   x = jax.random.normal(jax.random.key(0), (2, cfg.num_tokens, cfg.width))
   p = blk.init(jax.random.key(1), [x], (cfg.width,))["params"]
 
   def loss(p, x):
-    hs = [h[..., :d] for h, d in zip(models._split(x, counts), widths)]
+    hs = [h[..., :d] for h, d in zip(layers.split_groups(x, counts), widths)]
     return sum(jnp.sum(o ** 2) for o in blk.apply({"params": p}, hs, widths))
 
   hlo = jax.jit(jax.grad(loss, argnums=(0, 1))).lower(p, x).compile().as_text()
@@ -173,7 +173,7 @@ def test_bad_inputs_are_rejected():
 def test_backward_code_grows_linearly_with_depth(kind, monkeypatch):
   """Each block's backward must read the stored residual-stream gradient, not fuse in and
   recompute the elementwise chain of every block above it, which XLA:CPU otherwise does
-  (quadratic in depth; see models.materialize_grad). Measured on the compiled HLO: the
+  (quadratic in depth; see layers.materialize_grad). Measured on the compiled HLO: the
   instructions inside fusions grow ~1.9x from 3 to 6 blocks (2.9x without the fence)."""
   import re
   caps = (tuple(capacity.capacity_distribution(0.4)),) if kind == "mone" else ()
@@ -191,6 +191,6 @@ def test_backward_code_grows_linearly_with_depth(kind, monkeypatch):
   n3, n6 = fused_instructions(g3), fused_instructions(g6)
   assert n3 > 1000 and n6 / n3 < 2.2, (n3, n6)
   # The fence is the identity: the gradient is the one taken without it.
-  monkeypatch.setattr(models, "materialize_grad", lambda tree: tree)
+  monkeypatch.setattr(layers, "materialize_grad", lambda tree: tree)
   g, p = compiled_grad(3)
   jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), g3(p3), g(p))

@@ -1,0 +1,194 @@
+"""The transformer pieces every model here is built from, and why each looks the way it does.
+
+`Block` is one pre-LN transformer block over groups of tokens with nested widths (the paper's
+Eqs. 1, 4-8): MoNE's routed groups, a MatViT sub-model's single narrow group, and the dense
+model's single full-width group all run through it, so the dense baseline and MoNE share
+every line of compute. The rest exists for speed on the CPU, each with its measurement:
+`attention` (heads-major, normalised after the AV product), `gelu` (erf, not erfc),
+`layer_norm` (one pass), `materialize_grad` (stops XLA:CPU recomputing the residual
+stream's cotangent in every block), `PatchConv` (a patch embedding as one matmul) and
+`nested_weights` (weight slices made once per update instead of once per call).
+"""
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+import numpy as np
+
+
+def layer_norm(x, scale, bias, eps=1e-6):
+  """LayerNorm over the last axis with (sliced) scale and bias: a d-wide nested expert
+  normalises only the d features it owns, so sub-models are self-contained."""
+  mean = jnp.mean(x, axis=-1, keepdims=True)
+  # E[x^2] - E[x]^2 (flax's default): both sums come from one pass over x.
+  var = jnp.maximum(jnp.mean(jnp.square(x), axis=-1, keepdims=True) - jnp.square(mean), 0.0)
+  return (x - mean) * jax.lax.rsqrt(var + eps) * scale + bias
+
+
+def gelu(x):
+  """Exact (erf) GELU. jax.nn.gelu(approximate=False) evaluates the same function through
+  erfc, whose two-branch polynomial costs twice as much on the CPU; GELU runs on every
+  token at the full MLP width 4D, so this is a fixed cost the dense model and MoNE share
+  (differences are < 1e-6 absolute, in the far negative tail)."""
+  return 0.5 * x * (1.0 + jax.lax.erf(x * float(1 / np.sqrt(2))))
+
+
+def attention(q, k, v):
+  """Scaled dot-product attention, heads-major: q, k, v [B, H, N, c] -> [B, H, N, c].
+
+  Heads-major is the layout XLA:CPU's batched matmuls take without transposing (the usual
+  [B, N, H, c] einsum ran attention at half speed). Normalising after the AV product
+  divides N c values instead of N^2 probabilities, and XLA fuses the whole function into
+  one kernel; together about 3x faster than the textbook form on the CPU. Attention stays
+  at full width in MoNE, so its speed caps MoNE's speed-up.
+  """
+  logits = jnp.einsum("bhqc,bhkc->bhqk", q * float(q.shape[-1] ** -0.5), k)
+  # Softmax is shift invariant: the max only guards exp() and needs no gradient.
+  p = jnp.exp(logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True)))
+  return jnp.einsum("bhqk,bhkc->bhqc", p, v) / jnp.sum(p, axis=-1, keepdims=True)
+
+
+@jax.custom_vjp
+def materialize_grad(tree):
+  """Identity on a pytree of arrays whose cotangent XLA computes once and keeps in memory.
+
+  The gradient of the residual stream is a chain of cheap elementwise sums, one link per
+  block. XLA:CPU fuses such chains into each consumer instead of storing them, so every
+  block's backward recomputes the chain from the top layer down: quadratic in depth (a
+  ViT-S/16 gradient took 2.6 s instead of 1.8 s; found by profiling, tested in
+  tests/test_models.py). XLA never fuses a conditional, so routing the cotangent through
+  one at each block's output stores it once. Both branches are the identity (XLA drops the
+  barrier after it has kept the two branches distinct); the predicate only has to be
+  unknown at compile time. The forward pass is untouched.
+  """
+  return tree
+
+
+def _materialize_bwd(_, g):
+  leaves = [t for t in jax.tree_util.tree_leaves(g) if t.size]
+  if not leaves:
+    return (g,)
+  return (jax.lax.cond(jnp.isnan(leaves[0].ravel()[0]), lambda t: t, jax.lax.optimization_barrier, g),)
+
+
+materialize_grad.defvjp(lambda tree: (tree, None), _materialize_bwd)
+
+
+def split_groups(x, counts):
+  """x [B, N, ...] split along tokens into consecutive groups of counts[g] tokens."""
+  return jnp.split(x, np.cumsum(counts)[:-1], axis=1)
+
+
+def _qkv_init(key, shape, dtype=jnp.float32):
+  # Xavier-uniform per projection, as three separate D x D Dense layers would get.
+  d = shape[0]
+  return jnp.concatenate([nn.initializers.xavier_uniform()(k, (d, d), dtype)
+                          for k in jax.random.split(key, 3)], axis=1)
+
+
+class Block(nn.Module):
+  """A pre-LN transformer block over groups of tokens with nested widths (Eqs. 1, 4-8).
+
+  Group g holds [B, n_g, d_g]: the first d_g features of its tokens. Its in-projections use
+  the first d_g rows of each weight (the paper's sliced in-projection), attention runs over
+  all tokens at full width D, and its out-projections produce only the first d_g features
+  (the paper's out-projection followed by zero padding, without materialising the zeros).
+  `mults` ([B, n_g] per group) scale the MLP output: Eq. 1's (alpha r + 1).
+
+  XLA materialises every weight slice as a copy. A caller that applies the model many
+  times per parameter update (a batch in chunks, see mone.bench) can pass the slices, made
+  once, as the 'nested' collection: `apply({"params": p, "nested": nested_weights(p, widths)}, ...)`.
+  """
+  width: int
+  num_heads: int
+  mlp_dim: int
+
+  @nn.compact
+  def __call__(self, hs, widths, mults=None):
+    D, M = self.width, self.mlp_dim
+    p = lambda name, init, shape: self.param(name, init, shape)
+    ln1_s, ln1_b = p("ln1_scale", nn.initializers.ones, (D,)), p("ln1_bias", nn.initializers.zeros, (D,))
+    w_qkv, b_qkv = p("qkv_kernel", _qkv_init, (D, 3 * D)), p("qkv_bias", nn.initializers.zeros, (3 * D,))
+    w_o, b_o = p("out_kernel", nn.initializers.xavier_uniform(), (D, D)), p("out_bias", nn.initializers.zeros, (D,))
+    ln2_s, ln2_b = p("ln2_scale", nn.initializers.ones, (D,)), p("ln2_bias", nn.initializers.zeros, (D,))
+    w1, b1 = p("mlp1_kernel", nn.initializers.xavier_uniform(), (D, M)), p("mlp1_bias", nn.initializers.normal(1e-6), (M,))
+    w2, b2 = p("mlp2_kernel", nn.initializers.xavier_uniform(), (M, D)), p("mlp2_bias", nn.initializers.normal(1e-6), (D,))
+
+    def nested(name, w, d, axis):  # w[:d] along axis
+      if d == w.shape[axis]:
+        return w
+      if self.has_variable("nested", f"{name}_{d}"):
+        return self.get_variable("nested", f"{name}_{d}")
+      return jax.lax.slice_in_dim(w, 0, d, axis=axis)
+
+    # Self-attention: sliced in-projection per group, attention over all N tokens at width D.
+    # The groups' [B, n_g, 3D] are joined token-major and moved into the heads-major layout by
+    # one transpose, as in the dense model. With several groups, both layout changes store
+    # their cotangent once (materialize_grad): otherwise XLA:CPU fuses the transpose into each
+    # group's three consumers (weight-gradient dot, data-gradient dot, bias sum) as a slow
+    # strided copy per consumer. Same values, ~10% off a MoNE training step (ViT-S/16, CPU).
+    fence = materialize_grad if len(hs) > 1 else (lambda t: t)
+    qkv = fence(jnp.concatenate([layer_norm(h, ln1_s[:d], ln1_b[:d]) @ nested("qkv_kernel", w_qkv, d, 0) + b_qkv
+                                 for h, d in zip(hs, widths)], axis=1))  # [B, N, 3D]
+    q, k, v = jnp.transpose(qkv.reshape(*qkv.shape[:2], 3, self.num_heads, -1), (2, 0, 3, 1, 4))
+    att = attention(q, k, v)  # [B, H, N, c]
+    att = fence(jnp.swapaxes(att, 1, 2).reshape(att.shape[0], -1, D))  # [B, N, D]
+    zs = [h + a @ nested("out_kernel", w_o, d, 1) + b_o[:d]
+          for h, a, d in zip(hs, split_groups(att, [h.shape[1] for h in hs]), widths)]
+
+    # MLP: hidden width is always M = 4D; only the in- and out-projections are sliced.
+    outs = []
+    for g, (z, d) in enumerate(zip(zs, widths)):
+      y = gelu(layer_norm(z, ln2_s[:d], ln2_b[:d]) @ nested("mlp1_kernel", w1, d, 0) + b1)
+      y = y @ nested("mlp2_kernel", w2, d, 1) + b2[:d]
+      if mults is not None:
+        y = y * mults[g][..., None]
+      outs.append(z + y)
+    return materialize_grad(outs)
+
+
+_NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)
+
+
+def nested_weights(params, widths):
+  """Every block's projection weights sliced to each width in `widths` below D: the
+  'nested' collection `Block` reads instead of slicing (see Block)."""
+  return {name: {f"{k}_{d}": jax.lax.slice_in_dim(blk[k], 0, d, axis=axis)
+                 for k, axis in _NESTED for d in widths if d < blk[k].shape[axis]}
+          for name, blk in params.items() if name.startswith("block_")}
+
+
+class PatchConv(nn.Module):
+  """nn.Conv's parameters (kernel [p, p, C, D], bias) for a p x p, stride p convolution,
+  computed as what it is, one matmul over flattened patches: ~1.3x faster on the CPU."""
+  features: int
+  patch: int
+
+  @nn.compact
+  def __call__(self, images):
+    b, h, w, c = images.shape
+    p = self.patch
+    kernel = self.param("kernel", nn.initializers.lecun_normal(), (p, p, c, self.features))
+    bias = self.param("bias", nn.initializers.zeros, (self.features,))
+    x = images.reshape(b, h // p, p, w // p, p, c).transpose(0, 1, 3, 2, 4, 5)  # [B, h, w, p, p, C]
+    return x.reshape(b, -1, p * p * c) @ kernel.reshape(-1, self.features) + bias
+
+
+def head_kernel_init(zero: bool):
+  """The classifier's kernel initialiser: zeros (ViT, big_vision), or Dense's lecun_normal.
+
+  A zero kernel gives the layers below it no gradient until the kernel itself has grown, and
+  it grows only along features that already separate the classes. Where no feature of the
+  initial network does (a label that depends on the order of frames), training waits on a
+  plateau at the loss of a uniform guess for a run-dependent time (notebook 04)."""
+  return nn.initializers.zeros if zero else nn.initializers.lecun_normal()
+
+
+class Head(nn.Module):
+  """Final LayerNorm, global average pooling over tokens (Sec. 4.1), linear classifier."""
+  num_classes: int
+  zero_init: bool = True
+
+  @nn.compact
+  def __call__(self, x):
+    x = nn.LayerNorm(epsilon=1e-6, name="norm")(x)
+    return nn.Dense(self.num_classes, kernel_init=head_kernel_init(self.zero_init), name="dense")(x.mean(axis=1))

@@ -1,0 +1,163 @@
+"""Nested experts as a layer: route a token sequence, run it through nested-width blocks.
+
+`NestedEncoder` is the drop-in module: transformer layers over a `[batch, tokens, D]` sequence
+in which a router and Expert Preferred Routing (Algorithm 1) send each token to one of E nested
+experts, the first D/2^(E-1), ..., D/2, D features of the same weights, and Eq. 1's multiplier
+(alpha r + 1) scales each token's MLP update. Tokens that must always run at full width and
+that no router should see (a CLS token) go in `full`. `mone.models.ViT` and `mone.vivit.ViViT`
+run their transformer through `encode`, the function behind the module, so a user's model and
+the reproduction's share one implementation::
+
+  class MyModel(nn.Module):
+    @nn.compact
+    def __call__(self, x, capacities):            # x: [B, N, 256] from any embedding
+      x, _, aux = NestedEncoder(width=256, depth=6, num_heads=4, mlp_dim=1024)(x, capacities)
+      return nn.Dense(10)(x.mean(axis=1)), aux     # aux['assignment']: expert per token
+
+  capacities = mone.capacity.budget("mone", 0.4).capacities  # what e_c = 0.4 needs
+
+How it runs fast: the router decides once per router, capacities are static, so after EPR
+the tokens are permuted into expert order once and stay in that order through every layer
+until the next router. Expert j's tokens form one static slice [B, n_j, D]; since a nested
+expert only reads and writes the first d_j features of its tokens, each group carries just
+those ([B, n_j, d_j]) and the untouched tail is re-attached at the end (`ungroup`). Every
+projection is a plain matmul per group with a sliced weight: no masking, padding or scatter.
+"""
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+
+from mone import capacity as capacity_lib
+from mone import routing
+from mone.layers import Block, split_groups
+
+ROUTERS = ("learned", "random")
+
+
+def route(x, r, num_experts, router, caps, counts, alpha, make_rng, drop_smallest=False):
+  """Router r (Sec. 4.2, Eq. 1), called inside a compact method: creates Dense 'router_{r}'.
+
+  x: tokens [B, N, D] in patch order. Returns (probs [B, N, E], assignment [B, N] (EPR, expert
+  per token), perm [B, N] (the tokens in expert order), groups (one [B, n_j, D] slice per
+  expert), mults (the per-group Eq. 1 factors alpha r + 1, or None for the random router,
+  which has no probabilities to scale with), live (the experts whose tokens run the layers:
+  the non-empty ones, minus the smallest with drop_smallest)). make_rng() is called only by
+  the random router."""
+  probs = jax.nn.softmax(nn.Dense(num_experts, name=f"router_{r}")(x), axis=-1)
+  scores = probs if router == "learned" else routing.random_router_probs(make_rng(), probs.shape)
+  assignment = routing.expert_preferred_routing(scores, caps)
+  perm = routing.group_permutation(assignment)
+  groups = split_groups(jnp.take_along_axis(x, perm[..., None], axis=1), counts)
+  mults = None
+  if router == "learned":
+    r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
+    mults = split_groups(alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0, counts)
+  live = [g for g in range(num_experts) if counts[g] and not (drop_smallest and g == 0)]
+  return probs, assignment, perm, groups, mults, live
+
+
+def ungroup(groups, hs, live, widths, perm=None):
+  """The tokens after a routed segment: each live group's processed d_j features (hs) with its
+  untouched tail re-attached, in expert order, or back in patch order if perm is given."""
+  groups = list(groups)
+  for g, h in zip(live, hs):
+    groups[g] = jnp.concatenate([h, groups[g][..., widths[g]:]], axis=-1)
+  xp = jnp.concatenate([g for g in groups if g.shape[1]], axis=1)
+  return xp if perm is None else jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
+
+
+def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
+           patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
+           router="learned"):
+  """The nested-expert layers, run inside `module`'s compact method: its parameters
+  ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
+  models' parameter names (and every committed checkpoint) as they were.
+
+  x: [B, N, D] tokens. full: None or [B, F, D] tokens every layer runs at full width D, unrouted
+  (CLS); they come first in attention order, as if concatenated before x.
+  capacities=None: dense layers, or with width_index=j every token of x at width d_j (a MatViT
+  sub-model; full stays at D). capacities=c (fractions of x's tokens per expert, smallest first,
+  `mone.capacity.budget(...).capacities`): MoNE with routers before layers router_layers
+  (layers before the first are dense), EPR and Eq. 1; drop_smallest=True gives the smallest
+  expert width 0 (its tokens skip every layer: MoD Greedy, Table 1).
+  patch_order=False returns x in the last router's expert order, which saves a gather before a
+  permutation-invariant pooling.
+  Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
+  'router_probs' [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
+  """
+  if router not in ROUTERS:
+    raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
+  D, widths = width, capacity_lib.expert_widths(width, num_experts)
+  blocks = [Block(D, num_heads, mlp_dim, name=f"block_{l}") for l in range(depth)]
+  pre, pre_w = ([], ()) if full is None else ([full], (D,))
+  if capacities is None:
+    if width_index is not None and width_index not in range(num_experts):
+      raise ValueError(f"width_index must be in [0, {num_experts - 1}] (one per nested expert, smallest "
+                       f"first), got {width_index!r}")
+    d = D if width_index is None else widths[width_index]
+    hs = pre + [x[..., :d]]
+    for block in blocks:
+      hs = block(hs, pre_w + (d,))
+    return jnp.concatenate([hs[-1], x[..., d:]], axis=-1), (hs[0] if pre else None), {}
+
+  if width_index is not None:
+    raise ValueError("width_index selects a MatViT sub-model; a routed model takes capacities")
+  caps = capacity_lib.check_capacities(capacities, num_experts)
+  counts = routing.expert_counts(caps, x.shape[1])
+  alpha = module.param("alpha", nn.initializers.zeros, ())  # Eq. 1; 0 keeps the start stable
+  ones = [] if full is None else [jnp.ones(full.shape[:2], x.dtype)]  # full's Eq. 1 factor: unrouted
+  for block in blocks[:router_layers[0]]:  # before the first router: dense
+    *pre, x = block(pre + [x], pre_w + (D,))
+  aux = {}
+  for r, (lo, hi) in enumerate(zip(router_layers, router_layers[1:] + (depth,))):
+    probs, assignment, perm, groups, mults, live = route(
+        x, r, num_experts, router, caps, counts, alpha, lambda: module.make_rng("routing"), drop_smallest)
+    if r == 0:
+      aux = {"router_probs": probs, "assignment": assignment}
+    hs = pre + [groups[g][..., :widths[g]] for g in live]
+    ws = pre_w + tuple(widths[g] for g in live)
+    ms = ones + [mults[g] for g in live] if mults else None
+    for block in blocks[lo:hi]:
+      hs = block(hs, ws, ms)
+    pre = hs[:len(pre)]
+    # The next router needs tokens in patch order; a caller that pools may not.
+    x = ungroup(groups, hs[len(pre):], live, widths, perm if hi < depth or patch_order else None)
+  return x, (pre[0] if pre else None), aux
+
+
+def fields(cfg) -> dict:
+  """The `encode` / `NestedEncoder` fields of a `mone.config` ViT or ViViT config (for a
+  ViViT, its spatial transformer)."""
+  return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
+              num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router)
+
+
+class NestedEncoder(nn.Module):
+  """Nested-expert transformer layers over a [batch, tokens, D] sequence: the MoNE encoder
+  (Sec. 4) as a module to put into your own model. See `encode` for the call.
+
+  Parameters: 'block_{l}' (one `mone.layers.Block` per layer, the same layout as a dense ViT's,
+  so a dense checkpoint's blocks load as they are), 'router_{r}' (Dense D -> E per router) and
+  'alpha' (Eq. 1) once routed. With capacities=(0, ..., 0, 1) every token runs at full width,
+  and the output equals the dense layers' (Eq. 1's factor aside, which is 1 at alpha = 0).
+  The random router (router='random') needs rngs={'routing': key}.
+  """
+  width: int
+  depth: int
+  num_heads: int
+  mlp_dim: int
+  num_experts: int = 4
+  router_layers: tuple[int, ...] = (0,)
+  router: str = "learned"
+
+  @nn.compact
+  def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
+    if x.ndim != 3 or x.shape[-1] != self.width:
+      raise ValueError(f"x must have shape [batch, tokens, {self.width}] (width={self.width}), got {tuple(x.shape)}")
+    if not self.router_layers or list(self.router_layers) != sorted(set(self.router_layers)) or not (
+        0 <= self.router_layers[0] and self.router_layers[-1] < self.depth):
+      raise ValueError(f"router_layers must be increasing layer indices in [0, {self.depth - 1}], got {self.router_layers!r}")
+    return encode(self, x, capacities, full=full, width_index=width_index, drop_smallest=drop_smallest,
+                  patch_order=patch_order, width=self.width, depth=self.depth, num_heads=self.num_heads,
+                  mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
+                  router=self.router)

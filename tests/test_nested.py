@@ -1,0 +1,101 @@
+"""The drop-in nested-expert encoder: in a user's own model, equal to the dense layers at full
+capacity, with the parameter layout of a dense ViT's blocks, and refusing bad input."""
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mone import capacity, config, models, nested, routing
+
+D, DEPTH, HEADS, MLP, N = 32, 3, 2, 64, 16
+X = jax.random.normal(jax.random.key(1), (2, N, D))
+
+
+class UserModel(nn.Module):
+  """A model of a user's own: an embedding of their choice, the nested encoder, a pooling head."""
+  router_layers: tuple = (0,)
+
+  @nn.compact
+  def __call__(self, x, capacities=None, full=None):
+    x = nn.Dense(D, name="my_embedding")(x)
+    x, cls, aux = nested.NestedEncoder(D, DEPTH, HEADS, MLP, router_layers=self.router_layers, name="encoder")(
+        x, capacities, full=full)
+    return nn.Dense(10, name="my_head")(x.mean(axis=1)), cls, aux
+
+
+def test_full_capacity_equals_the_dense_encoder():
+  model = UserModel()
+  full = (0.0, 0.0, 0.0, 1.0)  # every token to the full expert: e_c = 1
+  params = model.init(jax.random.key(0), X, full)["params"]
+  assert sorted(params["encoder"]) == ["alpha", *(f"block_{l}" for l in range(DEPTH)), "router_0"]
+  routed, _, aux = model.apply({"params": params}, X, full)
+  assert (np.asarray(aux["assignment"]) == 3).all() and aux["router_probs"].shape == (2, N, 4)
+  dense_params = {**params, "encoder": {k: v for k, v in params["encoder"].items() if k.startswith("block_")}}
+  dense, _, aux_dense = model.apply({"params": dense_params}, X)  # no capacities: the dense layers
+  assert aux_dense == {}
+  np.testing.assert_allclose(np.asarray(routed), np.asarray(dense), rtol=1e-5, atol=1e-6)
+
+
+def test_a_full_width_token_is_not_routed_and_matches_the_dense_path():
+  model = UserModel()
+  cls = jax.random.normal(jax.random.key(2), (2, 1, D))
+  full = (0.0, 0.0, 0.0, 1.0)
+  params = model.init(jax.random.key(0), X, full, cls)["params"]
+  _, cls_routed, aux = model.apply({"params": params}, X, full, cls)
+  assert aux["assignment"].shape == (2, N)  # the router saw only the N sequence tokens
+  dense_params = {**params, "encoder": {k: v for k, v in params["encoder"].items() if k.startswith("block_")}}
+  _, cls_dense, _ = model.apply({"params": dense_params}, X, None, cls)
+  np.testing.assert_allclose(np.asarray(cls_routed), np.asarray(cls_dense), rtol=1e-5, atol=1e-6)
+
+
+def test_low_capacity_routes_each_expert_its_share_and_keeps_patch_order():
+  model = UserModel(router_layers=(1,))
+  b = capacity.budget("mone", 0.3)
+  params = model.init(jax.random.key(0), X, b.capacities)["params"]
+  logits, _, aux = model.apply({"params": params}, X, b.capacities)
+  counts = np.bincount(np.asarray(aux["assignment"][0]), minlength=4)
+  assert tuple(counts) == tuple(routing.expert_counts(b.capacities, N))
+  assert logits.shape == (2, 10) and np.isfinite(np.asarray(logits)).all()
+  # patch_order=False returns the same tokens, only permuted into expert order.
+  enc = nested.NestedEncoder(D, DEPTH, HEADS, MLP)
+  p = enc.init(jax.random.key(0), X, b.capacities)["params"]
+  y, _, a = enc.apply({"params": p}, X, b.capacities)
+  y_expert_order, _, _ = enc.apply({"params": p}, X, b.capacities, patch_order=False)
+  np.testing.assert_allclose(np.sort(np.asarray(y).ravel()), np.sort(np.asarray(y_expert_order).ravel()), rtol=1e-6)
+
+
+def test_the_image_model_runs_its_transformer_through_the_same_code():
+  cfg = config.vit("tiny/8", num_classes=10)
+  images = jax.random.normal(jax.random.key(3), (2, cfg.image_size, cfg.image_size, 3))
+  caps = capacity.budget("mone", 0.4, cfg.num_experts).capacities
+  vit = models.make_model(cfg, "mone")
+  params = vit.init({"params": jax.random.key(0)}, images, caps)["params"]
+  want, want_aux = vit.apply({"params": params}, images, caps)
+
+  class Same(nn.Module):  # the encoder as a submodule, fed the ViT's own embedding and head
+    @nn.compact
+    def __call__(self, images):
+      x = models.PatchEmbed(cfg, name="embed")(images)
+      x, _, aux = nested.NestedEncoder(**nested.fields(cfg), name="encoder")(x, caps, patch_order=False)
+      return models.Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
+
+  moved = {"embed": params["embed"], "head": params["head"],
+           "encoder": {k: v for k, v in params.items() if k not in ("embed", "head")}}
+  got, aux = Same().apply({"params": moved}, images)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  np.testing.assert_array_equal(np.asarray(aux["assignment"]), np.asarray(want_aux["assignment"]))
+
+
+def test_bad_input_is_refused_with_the_parameter_named():
+  enc = nested.NestedEncoder(D, DEPTH, HEADS, MLP)
+  with pytest.raises(ValueError, match=r"x must have shape \[batch, tokens, 32\]"):
+    enc.init(jax.random.key(0), jnp.zeros((2, N, 16)))
+  with pytest.raises(ValueError, match="router_layers must be increasing"):
+    nested.NestedEncoder(D, DEPTH, HEADS, MLP, router_layers=(3,)).init(jax.random.key(0), X, (0.0, 0, 0, 1))
+  with pytest.raises(ValueError, match="router must be one of"):
+    nested.NestedEncoder(D, DEPTH, HEADS, MLP, router="smart").init(jax.random.key(0), X, (0.0, 0, 0, 1))
+  with pytest.raises(ValueError, match="width_index must be in"):
+    enc.init(jax.random.key(0), X, width_index=4)
+  with pytest.raises(ValueError, match="capacities"):
+    enc.init(jax.random.key(0), X, (0.5, 0.5))
