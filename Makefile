@@ -41,7 +41,9 @@ $(BOOK_STAMP): requirements/book.txt
 	touch $@
 
 # --all: an incremental build would not repeat warnings of unchanged pages, and -W must see them.
+# The landing page's verdict table is generated from results/*/claims.json, never typed.
 book: $(BOOK_STAMP)
+	$(BOOK_VENV)/bin/python -m mone.claims book/verdicts.md
 	$(BOOK_VENV)/bin/jupyter-book build --all -W --keep-going book
 
 book-check: book
@@ -67,3 +69,4 @@ figures: $(STAMP)
 	  echo "papermill $$src (profile=$(PROFILE))"; \
 	  $(PY) scripts/run_notebook.py "$$src" "$(NB_OUT)/$$(basename $$src)" $(PROFILE); \
 	done
+	$(PY) -m mone.claims $(if $(filter smoke,$(PROFILE)),.cache/smoke/verdicts.md,book/verdicts.md)

@@ -6,9 +6,8 @@ Three groups of functions:
   `mone_config`, which evaluates each run on the same grid of inference capacities, so the
   run at e_c=0.4 is trained once and reused (through `mone.experiments.run`'s cache) by
   Figures 1, 3, 5 and 7.
-* Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points; `flops_match`
-  and `advantage_at_equal_flops` turn curves into the paper's claims ("matches ViT at 2x
-  fewer FLOPs", "beats MatViT at low FLOPs").
+* Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points, and
+  `adaptation_summary` Fig. 5's curves into drops. (Claims and their verdicts: `mone.claims`.)
 * Router analysis: the full expert's router probability per token (`router_importance`),
   the tokens above a threshold on it (Fig. 1), and how well a token selection overlaps the
   ground-truth object tokens of the cluttered digits (`overlap`), against the exact
@@ -101,58 +100,56 @@ def left_plateau(metrics: dict) -> bool | None:
   return plateau_exit(metrics) is not None
 
 
-def interpolate(curve: list[dict], gflops: float) -> float:
-  """Accuracy of a curve (points sorted or not) at gflops, linear between its points; NaN
-  outside the curve's FLOPs range (no extrapolation)."""
-  xs = np.array([p["gflops"] for p in curve], float)
-  ys = np.array([p["accuracy_pct"] for p in curve], float)
-  order = np.argsort(xs)
-  xs, ys = xs[order], ys[order]
-  if not len(xs) or gflops < xs[0] - 1e-12 or gflops > xs[-1] + 1e-12:
-    return float("nan")
-  return float(np.interp(gflops, xs, ys))
-
-
-def flops_match(curve: list[dict], ref: dict, tolerance: float = 1.0) -> dict | None:
-  """The cheapest point of curve within `tolerance` accuracy points of (or above) ref, with
-  the FLOPs reduction ref_gflops / gflops and the gap accuracy - ref_accuracy; None if no
-  point comes that close."""
-  ok = [p for p in curve if p["accuracy_pct"] >= ref["accuracy_pct"] - tolerance]
-  if not ok:
-    return None
-  best = min(ok, key=lambda p: p["gflops"])
-  return {**best, "reduction": ref["gflops"] / best["gflops"],
-          "gap": best["accuracy_pct"] - ref["accuracy_pct"]}
-
-
-def advantage_at_equal_flops(curve: list[dict], baseline: list[dict]) -> list[dict]:
-  """For each baseline point inside curve's FLOPs range: curve's interpolated accuracy there
-  minus the baseline's (positive = curve better at equal FLOPs)."""
-  out = []
-  for p in sorted(baseline, key=lambda p: p["gflops"]):
-    acc = interpolate(curve, p["gflops"])
-    if np.isfinite(acc):
-      out.append({"gflops": p["gflops"], "baseline_pct": p["accuracy_pct"], "curve_pct": acc,
-                  "advantage": acc - p["accuracy_pct"]})
-  return out
-
-
 def adaptation_summary(rows: list[dict], train_e_cs) -> dict:
-  """Fig. 5's claims as numbers, from `points(..., all_capacities=True)` rows of models
-  trained at each of train_e_cs plus one adaptive model (if present).
+  """Fig. 5's claims as numbers, from `points(..., all_capacities=True)` rows of models trained
+  at each of train_e_cs plus one adaptive model (if present).
 
-  With a(t, e) the accuracy of the model trained at t evaluated at e, the regret
-  a(e, e) - a(t, e) is what evaluating at e costs a model trained elsewhere. Returns the mean
-  regret by shift |t - e| ('by_shift'), from high to low capacity ('down', t > e) and from
-  low to high ('up'), and the adaptive model's regret at each training e_c ('adaptive')."""
+  With a(t, e) the accuracy of the model trained at t evaluated at e, a model's own drop
+  d(t, e) = a(t, t) - a(t, e) is what moving its budget from t to e costs it: the paper's
+  Fig. 5 reads each curve against its own star. (Scoring a(e, e) - a(t, e) instead compares two
+  different models, and their gap at e mixes adaptation with how well each trained.) Every
+  evaluated e counts, not only the training capacities. Returns the drops {(t, e): d}, the
+  mean drop by shift abs(t - e) ('by_shift'), 'down' (e < t) and 'up' (e > t) as means over
+  the shifts both directions have, so that neither side is favoured by larger shifts, the
+  mean drop per unit of shift ('per_unit'), and 'adaptive': a_adaptive(t) - a(t, t) at
+  each training t (negative: the adaptive model is behind)."""
   acc = {("adaptive" if p["adaptive"] else p["train_e_c"], p["e_c"]): p["accuracy_pct"] for p in rows}
-  regret = [(t, e, acc[e, e] - acc[t, e]) for t in train_e_cs for e in train_e_cs if t != e]
-  shifts = sorted({round(abs(t - e), 6) for t, e, _ in regret})
-  by_shift = {d: float(np.mean([r for t, e, r in regret if round(abs(t - e), 6) == d])) for d in shifts}
-  mean = lambda xs: float(np.mean(xs)) if xs else float("nan")
-  return {"regret": regret, "by_shift": by_shift,
-          "down": mean([r for t, e, r in regret if t > e]), "up": mean([r for t, e, r in regret if t < e]),
-          "adaptive": [acc[e, e] - acc["adaptive", e] for e in train_e_cs if ("adaptive", e) in acc]}
+  grid = sorted({e for (t, e) in acc})
+  drops = {(t, e): acc[t, t] - acc[t, e] for t in train_e_cs for e in grid if e != t and (t, e) in acc}
+  shift = lambda t, e: round(abs(t - e), 6)
+  mean = lambda xs: float(np.mean(xs)) if len(xs) else float("nan")
+  by_shift = {d: mean([v for (t, e), v in drops.items() if shift(t, e) == d])
+              for d in sorted({shift(t, e) for t, e in drops})}
+  side = lambda down, d: [v for (t, e), v in drops.items() if shift(t, e) == d and (e < t) == down]
+  both = [d for d in by_shift if side(True, d) and side(False, d)]
+  return {"drops": drops, "by_shift": by_shift,
+          "down": mean([mean(side(True, d)) for d in both]), "up": mean([mean(side(False, d)) for d in both]),
+          "matched_shifts": both, "per_unit": mean([v / shift(t, e) for (t, e), v in drops.items()]),
+          "adaptive": {t: acc["adaptive", t] - acc[t, t] for t in train_e_cs if ("adaptive", t) in acc}}
+
+
+def adaptation_claims(summary: dict, domain: str, seed: int, learned: bool = True) -> list[dict]:
+  """Fig. 5's three claims for one domain ('images' or 'video') from `adaptation_summary`:
+  a model's own drop grows with the shift, is steeper from high to low capacity (at the
+  shifts both directions have), and one adaptive model is within 1 point of the model trained
+  at each capacity. One seed per model: `mone.claims` decides them over seeds."""
+  from mone import claims
+  by_shift, out = summary["by_shift"], []
+  grows = (f"fig5.{domain}.drop_grows_with_shift", f"{domain}: a model's own accuracy drop is larger at the largest "
+           "shift of its budget than at the smallest (points)", "declines with extreme shifts")
+  out.append(claims.trained(*grows, {seed: by_shift[max(by_shift)] - by_shift[min(by_shift)]}, relation="beats",
+                            tolerance=0.0, learned=learned) if len(by_shift) > 1 else
+             claims.not_testable(*grows, "trained", "one shift size"))
+  steeper = (f"fig5.{domain}.steeper_high_to_low", f"{domain}: the drop is larger from high to low capacity than from low "
+             "to high, at equal shifts (points)", "degradation steeper from high to low capacity")
+  out.append(claims.trained(*steeper, {seed: summary["down"] - summary["up"]}, relation="beats", tolerance=0.0, learned=learned)
+             if summary["matched_shifts"] else claims.not_testable(*steeper, "trained", "no shift in both directions"))
+  adaptive = (f"fig5.{domain}.adaptive_serves_every_budget", f"{domain}: one adaptively trained model is at most 1 point less "
+              "accurate than the model trained at each capacity (the worst capacity)", "adapts extremely well (Fig. 5b)")
+  out.append(claims.trained(*adaptive, {seed: min(summary["adaptive"].values())}, relation="no_worse", tolerance=1.0,
+                            learned=learned) if summary["adaptive"] else
+             claims.not_testable(*adaptive, "trained", "no adaptive model"))
+  return out
 
 
 def save_table(rows: list[dict], notebook: str, name: str):
@@ -296,8 +293,8 @@ def overlap(selected, object_mask, min_fraction: float = OBJECT_FRACTION) -> dic
 
   object_mask: per-token object coverage float [n, N] (`mone.digits.token_mask`; a token
   is an object token if coverage >= min_fraction) or bool object tokens.
-  Returns the means over images of IoU = |S & O| / |S | O|, precision = |S & O| / |S| and
-  recall = |S & O| / |O| (an image where a ratio is 0/0 is left out of that mean), and the
+  With #X the number of tokens in X, returns the means over images of IoU = #(S and O) / #(S or O),
+  precision = #(S and O) / #S and recall = #(S and O) / #O (an image where a ratio is 0/0 is left out of that mean), and the
   mean fractions of tokens selected and of object tokens.
   """
   s = np.asarray(selected, bool)
@@ -352,8 +349,8 @@ def upsample_token_map(values, image_size: int, patch: int) -> np.ndarray:
 
 def highlight_tokens(image, selected, patch: int, dim: float = 0.35) -> np.ndarray:
   """image (uint8 [H, W, 3]) as float in [0, 1] with unselected tokens (bool [N]) faded
-  towards white, as in the paper's Figs. 1 and 7."""
+  towards white, as in the paper's Figs. 1 and 7. Clipped to [0, 1]: float rounding would
+  otherwise put a faded white pixel a hair above 1, and matplotlib warns on every such image."""
   img = np.asarray(image, np.float32) / (255.0 if np.asarray(image).dtype == np.uint8 else 1.0)
   keep = upsample_token_map(np.asarray(selected, np.float32), img.shape[0], patch)[..., None]
-  return img * (keep + (1 - keep) * dim) + (1 - keep) * (1 - dim)
-
+  return np.clip(img * (keep + (1 - keep) * dim) + (1 - keep) * (1 - dim), 0.0, 1.0)

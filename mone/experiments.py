@@ -7,10 +7,11 @@ Checkpoints go to `.cache/workdirs/<hash>` (not in git); notebooks that need tra
 weights (router visualisations) call `trained_params(cfg)`, which retrains if needed.
 
 Profiles:
-  smoke: a handful of steps on tiny models; CI executes every notebook with it.
-  small: the default, on the embedded datasets. On 2 CPU cores an image run takes 3-17 min,
-    a video run 15-27 min (the committed appearance-task runs were trained on a GPU; see the README).
-  paper: the paper's models and datasets through TFDS (set data_dir; needs accelerators).
+
+- smoke: a handful of steps on tiny models; CI executes every notebook with it.
+- small: the default, on the embedded datasets. On 2 CPU cores an image run takes 3-17 min,
+  a video run 15-27 min (the committed appearance-task runs were trained on a GPU; see the README).
+- paper: the paper's models and datasets through TFDS (set data_dir; needs accelerators).
 """
 import os
 from pathlib import Path
@@ -42,9 +43,7 @@ def check_parameters(namespace: dict) -> None:
   check_profile(namespace.get("profile"))
 
 
-def results_root() -> Path:
-  """results/ of the repository, or $MONE_RESULTS_DIR (CI's smoke runs write elsewhere)."""
-  return Path(os.environ.get("MONE_RESULTS_DIR", results.RESULTS))
+results_root = results.results_root  # results/, or $MONE_RESULTS_DIR (CI's smoke runs write elsewhere)
 
 
 def cache_root() -> Path:

@@ -16,6 +16,12 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 
 
+def results_root() -> Path:
+  """Where results are read and written: results/ of the repository, or $MONE_RESULTS_DIR
+  (the smoke profile and the tests write elsewhere)."""
+  return Path(os.environ.get("MONE_RESULTS_DIR", RESULTS))
+
+
 def atomic_write_text(path, text: str) -> None:
   """Writes via a temporary file in the same folder and os.replace: a reader (or a run killed
   mid-write) sees either the old file or the complete new one, never half of one."""

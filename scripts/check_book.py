@@ -14,7 +14,8 @@ that this script starts and stops:
     PNG/SVG/JPEG/GIF; a notebook chapter shows at least as many images as its executed
     notebook has image outputs;
   - where the page has math, MathJax typeset every formula, with no TeX error;
-  - the browser console shows no uncaught JavaScript error and no MathJax complaint.
+  - the browser console shows no uncaught JavaScript error and no MathJax complaint;
+  - a chapter opens with its verdict table, before any code cell, and shows no stderr output.
 Then it screenshots the landing page to results/book_landing.png.
 
 Uses the standard library, PyYAML (in both venvs) and a Chromium binary (`apt-get install
@@ -410,6 +411,17 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
         problem = image_problem(local)
         if problem:
           failures.add(page, f"image {ref}: {problem}")
+
+  if docname.startswith("notebooks/"):
+    # A chapter opens with its verdicts (pasted from claims.show's glued table) before any code
+    # cell, and shows no warning that a reader has to scroll past.
+    table, cell = text.find("<table"), text.find('class="cell ')
+    if table < 0 or ">Verdict<" not in text[table:text.find("</table>", table)]:
+      failures.add(page, "no verdict table (the chapter's claims.json, glued by claims.show)")
+    elif 0 <= cell < table:
+      failures.add(page, "a code cell comes before the verdict table")
+    if 'class="output stderr"' in text:
+      failures.add(page, "shows stderr output (a warning) to the reader")
 
   expected = notebook_image_outputs(book_dir / f"{docname}.ipynb")
   shown = sum("_images/" in ref for ref in imgs_static)

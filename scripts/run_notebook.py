@@ -4,7 +4,8 @@
 
 papermill gives the cell it injects (the parameters) a new random id on every run, so every rerun
 would change every executed notebook in git even when nothing else did. Here that cell's id is the
-fixed 'injected-parameters'; everything else is papermill's output, unchanged.
+fixed 'injected-parameters', and it is tagged 'remove-cell' (the book shows the chapter's verdicts
+first, not a cell of parameters); everything else is papermill's output, unchanged.
 """
 import sys
 
@@ -21,6 +22,8 @@ def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: st
   injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
   for c in injected:
     c.id = INJECTED_ID
+    if "remove-cell" not in c.metadata.tags:
+      c.metadata.tags.append("remove-cell")
   if injected:
     nbformat.write(nb, out)
   return nb

@@ -105,6 +105,9 @@ def test_highlight_tokens_keeps_selected_pixels_and_fades_the_rest():
   np.testing.assert_allclose(out[:4, :4], 0.2)
   assert (out[4:, 4:] > 0.7).all() and out.max() <= 1
 
+  white = analysis.highlight_tokens(np.full((8, 8, 3), 255, np.uint8), np.zeros(4, bool), 4, dim=0.3)
+  assert white.max() <= 1.0  # float rounding of 0.3 + 0.7 stays in imshow's range
+
 
 # -------------------------------------------------------------------- curves ---
 
@@ -125,25 +128,33 @@ def test_left_plateau_reads_the_training_loss_against_ln_k():
   assert analysis.points(_metrics("vit", [(None, None, 1.0, 0.5)]))[0]["learned"] is None
 
 
-def test_points_flops_match_and_advantage():
+def test_points():
   mone = _metrics("mone", [(0.4, None, 2.0, 0.60), (0.2, None, 1.0, 0.40), (0.6, None, 3.0, 0.65)], e_c=0.4)
   assert [p["e_c"] for p in analysis.points(mone)] == [0.4]
   assert len(analysis.points(mone, all_capacities=True)) == 3
   assert len(analysis.points(_metrics("mone", [(0.2, None, 1, .5), (0.4, None, 2, .6)], adaptive=True))) == 2
-  curve = analysis.points(mone, all_capacities=True)
   vit = analysis.points(_metrics("vit", [(None, None, 4.0, 0.66)]))[0]
   assert vit["accuracy_pct"] == pytest.approx(66)
-  match = analysis.flops_match(curve, vit, tolerance=1.0)
-  assert match["gflops"] == 3.0 and match["reduction"] == pytest.approx(4 / 3)
-  assert match["gap"] == pytest.approx(-1.0)
-  assert analysis.flops_match(curve, vit, tolerance=0.5) is None
-  assert analysis.interpolate(curve, 1.5) == pytest.approx(50.0)
-  assert np.isnan(analysis.interpolate(curve, 4.0))
-  matvit = analysis.points(_metrics("matvit", [(None, j, g, a) for j, (g, a) in
-                                               enumerate([(0.5, .2), (1.5, .4), (2.5, .55), (4, .66)])]))
-  adv = analysis.advantage_at_equal_flops(curve, matvit)
-  assert [a["gflops"] for a in adv] == [1.5, 2.5]  # 0.5 and 4 lie outside MoNE's range
-  assert adv[0]["advantage"] == pytest.approx(50 - 40)
+
+
+def _adaptation_rows(table, adaptive=None):
+  rows = [{"adaptive": False, "train_e_c": t, "e_c": e, "accuracy_pct": a} for t, accs in table.items() for e, a in accs.items()]
+  return rows + [{"adaptive": True, "train_e_c": None, "e_c": e, "accuracy_pct": a} for e, a in (adaptive or {}).items()]
+
+
+def test_adaptation_summary_scores_each_model_against_its_own_capacity():
+  # The model trained at 0.2 is much worse everywhere than the one trained at 0.4. Against its
+  # own star, the 0.4 model loses 10 points going down to 0.2 and 2 going up to 0.6; the 0.2 model
+  # gains going up (negative drop). Scored against the other model (the old regret), the
+  # 0.2 model's low accuracy would make "up" look costly.
+  table = {0.2: {0.2: 40.0, 0.4: 45.0, 0.6: 46.0}, 0.4: {0.2: 50.0, 0.4: 60.0, 0.6: 58.0}}
+  s = analysis.adaptation_summary(_adaptation_rows(table, {0.2: 39.0, 0.4: 59.5, 0.6: 57.0}), (0.2, 0.4))
+  assert s["drops"] == {(0.2, 0.4): -5.0, (0.2, 0.6): -6.0, (0.4, 0.2): 10.0, (0.4, 0.6): 2.0}
+  assert s["by_shift"] == {0.2: pytest.approx((-5 + 10 + 2) / 3), 0.4: -6.0}
+  assert s["matched_shifts"] == [0.2]  # 0.4 only goes up: left out of down/up
+  assert s["down"] == pytest.approx(10.0) and s["up"] == pytest.approx((-5 + 2) / 2)
+  assert s["adaptive"] == {0.2: pytest.approx(-1.0), 0.4: pytest.approx(-0.5)}
+  assert s["per_unit"] == pytest.approx(np.mean([-5 / 0.2, -6 / 0.4, 10 / 0.2, 2 / 0.2]))
 
 
 def test_mone_configs_are_shared_between_notebooks():
@@ -191,3 +202,15 @@ def test_router_importance_is_what_epr_gives_the_full_expert(tiny_mone):
   full = analysis.tokens_above_threshold(imp, 1 - counts[-1] / 16)
   np.testing.assert_array_equal(assignment == 3, full)
   assert ((assignment[:, None, :] == np.arange(4)[:, None]).sum(-1) == counts).all()
+
+
+def test_adaptation_claims_are_inconclusive_from_one_seed_and_named_by_domain():
+  table = {0.2: {0.2: 40.0, 0.4: 45.0, 0.6: 46.0}, 0.4: {0.2: 50.0, 0.4: 60.0, 0.6: 58.0}}
+  s = analysis.adaptation_summary(_adaptation_rows(table, {0.2: 39.0, 0.4: 59.5, 0.6: 57.0}), (0.2, 0.4))
+  cs = analysis.adaptation_claims(s, "images", seed=0)
+  assert [c["id"] for c in cs] == ["fig5.images.drop_grows_with_shift", "fig5.images.steeper_high_to_low",
+                                   "fig5.images.adaptive_serves_every_budget"]
+  assert [c["measured"] for c in cs] == [pytest.approx(-6.0 - 7 / 3, abs=1e-3), pytest.approx(10.0 + 1.5), pytest.approx(-1.0)]
+  assert {c["verdict"] for c in cs} == {"inconclusive"} and all(c["n_seeds"] == 1 for c in cs)
+  no_adaptive = analysis.adaptation_summary(_adaptation_rows(table), (0.2, 0.4))
+  assert analysis.adaptation_claims(no_adaptive, "video", 0)[2]["verdict"] == "not testable"

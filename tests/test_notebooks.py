@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from mone import claims
+
 papermill = pytest.importorskip("papermill")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,6 +67,12 @@ def test_notebook_follows_the_house_layout(notebook):
   nb = nbformat.read(notebook, as_version=4)
   cells = nb.cells
   assert cells[0].cell_type == "markdown" and "claim" in cells[0].source.lower()
+  # The chapter opens with its verdicts, before any code: pasted from the table claims.show glues.
+  assert cells[1].cell_type == "markdown" and cells[1].id == "verdicts"
+  assert "```{glue:md} verdicts\n:format: myst\n```" in cells[1].source
+  # Code is folded in the book; the parameters cell is not shown at all.
+  assert all("hide-input" in c.metadata.get("tags", []) for c in cells if c.cell_type == "code"
+             and "parameters" not in c.metadata.get("tags", []))
   params = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
   assert len(params) == 1, "exactly one cell tagged 'parameters'"
   for name in ('profile = "small"', "seed = 0", "recompute = False", 'data_dir = ""'):
@@ -79,7 +87,8 @@ def test_notebook_follows_the_house_layout(notebook):
   # Ends with the verdict: a markdown cell asking the question, a code cell computing the answer.
   last_code = [i for i, c in enumerate(cells) if c.cell_type == "code"][-1]
   assert cells[last_code - 1].cell_type == "markdown" and "reproduce" in cells[last_code - 1].source
-  assert "REPRODUCED" in cells[last_code].source
+  assert "claims.write(chapter_claims, NB)" in cells[last_code].source and "claims.show(chapter_claims)" in cells[last_code].source
+  assert "REPRODUCED" not in code, "verdicts are decided by mone.claims, not printed by hand"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -103,10 +112,13 @@ def test_notebook_runs_with_the_smoke_profile(notebook, smoke_env):
   outputs = json.dumps([c.get("outputs", []) for c in executed.cells])
   for private in {str(REPO), str(smoke_env), str(Path.home())} - {"/"}:
     assert private not in outputs, f"{private} leaks into the outputs of {notebook.name}"
-  # REPRODUCED, NOT reproduced, or INCONCLUSIVE where a compared run never learned (smoke runs
-  # are far too short to learn: there, every verdict that depends on training is inconclusive).
-  assert any(v in outputs for v in ("REPRODUCED", "NOT reproduced", "INCONCLUSIVE"))
   assert '"output_type": "error"' not in outputs
+  # The claims file is written and valid, and its table is glued (hidden) for the opening cell.
+  chapter_claims = claims.check(json.loads((results / "claims.json").read_text()))
+  assert chapter_claims and {c["verdict"] for c in chapter_claims} <= set(claims.VERDICTS)
+  glued = [o for c in executed.cells for o in c.get("outputs", []) if o.get("metadata", {}).get("scrapbook", {}).get("name") == "verdicts"]
+  assert len(glued) == 1 and all(c["id"] in glued[0]["data"][claims.GLUE_PREFIX + "text/markdown"] for c in chapter_claims)
+  assert "remove-cell" in next(c for c in executed.cells if c.id == run_notebook.INJECTED_ID).metadata.tags
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS[:1], ids=lambda p: p.stem)

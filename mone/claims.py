@@ -1,0 +1,323 @@
+"""The paper's claims as data, and the one place their verdicts are decided.
+
+Every chapter tests a few of the paper's claims and writes them, one JSON object each, to
+`results/<chapter>/claims.json`. The book's landing page and each chapter's opening table are
+rendered from those files (`markdown_table`, `landing_page`), so no verdict is typed twice.
+
+A claim is decided by one of three functions, one per kind of evidence:
+
+* `trained`: a comparison between trained models. It is decided only from paired seeds (the
+  same seed, hence the same initialisation and data order, in both arms): the per-seed
+  differences give a t-based 95% confidence interval, and with fewer than `MIN_SEEDS` seeds
+  the verdict is "inconclusive", whatever the point estimate. Three relations:
+
+  - "matches": reproduced when the CI lies inside [-tolerance, +tolerance];
+  - "no_worse": reproduced when the CI lies above -tolerance ("without any accuracy drop");
+  - "beats": reproduced when the CI excludes 0 in MoNE's favour.
+
+  Not reproduced when the CI rules the claim out (it lies entirely outside the region; for
+  "beats", when it rules out any advantage larger than the tolerance), inconclusive otherwise.
+
+* `arithmetic`: a number computed without training (a FLOP count, a capacity), compared with
+  the paper's within a tolerance.
+* `timing`: a wall-clock measurement against a target.
+
+`not_testable` records a claim this profile cannot test, with the reason. Baselines with an
+accuracy-FLOPs curve are compared at MoNE's FLOPs with `at_flops`, which interpolates only
+where the curve brackets the point (no extrapolation).
+"""
+import json
+import math
+from pathlib import Path
+
+KINDS = ("trained", "arithmetic", "timing")
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not testable")
+RELATIONS = ("matches", "no_worse", "beats")
+MIN_SEEDS = 3  # fewer paired seeds than this: a trained comparison is inconclusive
+FIELDS = ("id", "claim", "paper", "measured", "kind", "n_seeds", "ci95", "tolerance", "verdict")
+_DIGITS = 4  # significant digits kept in claims.json: enough for every comparison made here
+
+
+def _round(x, digits: int = _DIGITS):
+  """x at `digits` significant digits (floats only), so that claims.json does not carry the
+  17th digit of a number that varies across machines in the 9th."""
+  if isinstance(x, float) and math.isfinite(x) and x != 0:
+    return round(x, digits - 1 - int(math.floor(math.log10(abs(x)))))
+  if isinstance(x, (list, tuple)):
+    return [_round(v, digits) for v in x]
+  if isinstance(x, dict):
+    return {k: _round(v, digits) for k, v in x.items()}
+  return x
+
+
+def _claim(id, claim, paper, measured, kind, n_seeds, ci95, tolerance, verdict, **extra) -> dict:
+  if kind not in KINDS:
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+  if verdict not in VERDICTS:
+    raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+  if not isinstance(id, str) or not id or " " in id:
+    raise ValueError(f"id must be a non-empty string without spaces, got {id!r}")
+  return _round({"id": id, "claim": claim, "paper": paper, "measured": measured, "kind": kind,
+                 "n_seeds": n_seeds, "ci95": ci95, "tolerance": tolerance, "verdict": verdict, **extra})
+
+
+def paired_ci(diffs, level: float = 0.95) -> tuple[float, float, float]:
+  """(mean, low, high) of the t-based confidence interval of the mean of paired differences.
+  With one difference the interval is unbounded (NaN); with identical ones it is a point."""
+  import numpy as np
+  import scipy.stats
+  d = np.asarray(list(diffs), float)
+  if d.ndim != 1 or not len(d):
+    raise ValueError(f"diffs must be a non-empty list of numbers, got {diffs!r}")
+  if not 0 < level < 1:
+    raise ValueError(f"level must be in (0, 1), got {level}")
+  mean = float(d.mean())
+  if len(d) < 2:
+    return mean, float("nan"), float("nan")
+  half = float(scipy.stats.t.ppf(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+  return mean, mean - half, mean + half
+
+
+def decide(relation: str, low: float, high: float, tolerance: float) -> str:
+  """The verdict of a CI [low, high] of (MoNE - baseline) for a relation (see the module doc)."""
+  if relation not in RELATIONS:
+    raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+  if not tolerance >= 0:
+    raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
+  if relation == "matches":
+    if -tolerance <= low and high <= tolerance:
+      return "reproduced"
+    return "not reproduced" if high < -tolerance or low > tolerance else "inconclusive"
+  if relation == "no_worse":
+    return "reproduced" if low >= -tolerance else "not reproduced" if high < -tolerance else "inconclusive"
+  return "reproduced" if low > 0 else "not reproduced" if high <= tolerance else "inconclusive"
+
+
+def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None, *,
+            relation: str, tolerance: float, unit: str = "points", learned: bool = True,
+            note: str = "") -> dict:
+  """A claim comparing trained models over paired seeds.
+
+  mone, baseline: {seed: value} for the two arms (e.g. accuracy in %); the paired difference
+  is mone[s] - baseline[s] over the seeds both have. baseline=None: `mone` already holds the
+  per-seed differences (for claims whose quantity is itself a contrast, e.g. a drop).
+  learned=False: some compared run never left the chance plateau; the claim is then
+  inconclusive whatever the numbers (a model that learned nothing tests no method).
+  measured is the mean difference, in `unit`.
+  """
+  if not isinstance(mone, dict) or not mone:
+    raise ValueError(f"mone must be a non-empty {{seed: value}} dict, got {mone!r}")
+  if baseline is None:
+    seeds = sorted(mone)
+    diffs = [float(mone[s]) for s in seeds]
+  else:
+    seeds = sorted(set(mone) & set(baseline))
+    if not seeds:
+      raise ValueError(f"no seed in common: mone has {sorted(mone)}, baseline {sorted(baseline)}")
+    diffs = [float(mone[s]) - float(baseline[s]) for s in seeds]
+  mean, low, high = paired_ci(diffs)
+  ci = None if math.isnan(low) else [low, high]
+  if not learned:
+    verdict, why = "inconclusive", "a compared run never left the chance plateau"
+  elif len(seeds) < MIN_SEEDS:
+    verdict, why = "inconclusive", f"a verdict needs at least {MIN_SEEDS} seeds"
+  else:
+    verdict, why = decide(relation, low, high, tolerance), ""
+  return _claim(id, claim, paper, mean, "trained", len(seeds), ci, tolerance, verdict, relation=relation,
+                unit=unit, seeds=seeds, per_seed=diffs, why=why, note=note)
+
+
+def arithmetic(id: str, claim: str, paper, measured: float, *, tolerance: float = 0.0,
+               relative: bool = False, at_least: float | None = None, unit: str = "", note: str = "") -> dict:
+  """A number computed without training. Reproduced when abs(measured - paper) <= tolerance
+  (relative: tolerance is a fraction of abs(paper)), or, with at_least, when measured >= at_least
+  (for claims such as "about 2x fewer FLOPs", where `paper` is prose)."""
+  if at_least is not None:
+    ok = measured >= at_least
+  else:
+    bound = tolerance * abs(paper) if relative else tolerance
+    ok = abs(measured - paper) <= bound + 1e-12
+  return _claim(id, claim, paper, float(measured), "arithmetic", None, None, tolerance,
+                "reproduced" if ok else "not reproduced", unit=unit, at_least=at_least, relative=relative, note=note)
+
+
+def timing(id: str, claim: str, paper, measured: float, *, target: float, unit: str = "", note: str = "") -> dict:
+  """A wall-clock measurement against a target (reproduced when measured >= target). One
+  benchmark run: its noise is the machine's; the chapter says how settled it is."""
+  return _claim(id, claim, paper, float(measured), "timing", None, None, None,
+                "reproduced" if measured >= target else "not reproduced", target=target, unit=unit, note=note)
+
+
+def not_testable(id: str, claim: str, paper, kind: str, why: str) -> dict:
+  """A claim this profile cannot test, and why."""
+  return _claim(id, claim, paper, None, kind, None, None, None, "not testable", why=why)
+
+
+def at_flops(curve: list[dict], gflops: float) -> float:
+  """A baseline's accuracy at gflops, linear between the points of its accuracy-FLOPs curve
+  ({'gflops', 'accuracy_pct'} dicts) that bracket it; NaN where none do (no extrapolation)."""
+  import numpy as np
+  pts = sorted(curve, key=lambda p: p["gflops"])
+  xs = np.array([p["gflops"] for p in pts], float)
+  if len(xs) < 1 or gflops < xs[0] * (1 - 1e-9) or gflops > xs[-1] * (1 + 1e-9):
+    return float("nan")
+  return float(np.interp(gflops, xs, [p["accuracy_pct"] for p in pts]))
+
+
+# ------------------------------------------------------------ files and pages ---
+
+
+def check(claims: list[dict]) -> list[dict]:
+  """Raises on a malformed claims list: a missing field, an unknown kind or verdict, a
+  duplicate id, or a reproduced trained claim with fewer than MIN_SEEDS seeds."""
+  ids = [c.get("id") for c in claims]
+  if len(set(ids)) != len(ids):
+    raise ValueError(f"claim ids must be unique, got {ids}")
+  for c in claims:
+    missing = [f for f in FIELDS if f not in c]
+    if missing:
+      raise ValueError(f"claim {c.get('id')!r} lacks {missing}")
+    if c["kind"] not in KINDS or c["verdict"] not in VERDICTS:
+      raise ValueError(f"claim {c['id']!r}: kind {c['kind']!r} / verdict {c['verdict']!r} not in {KINDS} / {VERDICTS}")
+    if c["kind"] == "trained" and c["verdict"] in ("reproduced", "not reproduced") and (c["n_seeds"] or 0) < MIN_SEEDS:
+      raise ValueError(f"claim {c['id']!r} is decided from {c['n_seeds']} seed(s); at least {MIN_SEEDS} are needed")
+  return claims
+
+
+def write(claims: list[dict], notebook: str) -> Path:
+  """Writes results/<notebook>/claims.json (atomically) and returns its path."""
+  from mone import results
+  path = results.results_root() / notebook / "claims.json"
+  results.atomic_write_text(path, json.dumps(check(claims), indent=1, sort_keys=True) + "\n")
+  return path
+
+
+def load(root: Path | None = None) -> dict[str, list[dict]]:
+  """Every chapter's claims under root (default: `results.results_root()`), {chapter: claims},
+  in chapter order."""
+  from mone import results
+  root = Path(root) if root is not None else results.results_root()
+  return {p.parent.name: check(json.loads(p.read_text())) for p in sorted(root.glob("*/claims.json"))}
+
+
+def _fmt(x, unit: str = "") -> str:
+  if x is None:
+    return "-"
+  if isinstance(x, float):
+    s = f"{x:+.2f}" if unit == "points" else f"{x:.4g}"
+    return s + (" points" if unit == "points" else "x" if unit == "x" else unit and f" {unit}")
+  return str(x)
+
+
+def _ci(c) -> str:
+  if not c.get("ci95"):
+    return "-"
+  lo, hi = c["ci95"]
+  return f"[{lo:+.2f}, {hi:+.2f}]"
+
+
+VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
+                 "inconclusive": "inconclusive", "not testable": "not testable"}
+
+
+def _ours(c) -> str:
+  """The measured cell: value, CI and seeds, or why the claim is undecided."""
+  out = _fmt(c["measured"], c.get("unit", ""))
+  if c.get("ci95"):
+    out += f", 95% CI {_ci(c)}"
+  if c["n_seeds"]:
+    out += f", {c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)}"
+  if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
+    out += f" ({c['why']})"
+  return out
+
+
+def markdown_table(claims: list[dict], link: str | None = None) -> str:
+  """A Markdown (MyST) table of claims, the verdict first, four columns narrow enough for a
+  page: verdict, claim (with its id), the paper's number, ours (with the 95% CI of the paired
+  difference and the seeds). link: the chapter's document path, for the landing page (each
+  id then links to its chapter with a {doc} role)."""
+  head = "| Verdict | Claim | Paper | Ours |\n| --- | --- | --- | --- |\n"
+  rows = []
+  for c in claims:
+    ident = f"{{doc}}`{c['id']} <{link}>`" if link else f"`{c['id']}`"
+    cells = [VERDICT_LABEL[c["verdict"]], f"{c['claim']} ({ident})", str(c["paper"]), _ours(c)]
+    rows.append("| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |")
+  return head + "\n".join(rows) + "\n"
+
+
+def counts(claims: list[dict]) -> str:
+  """'3 reproduced, 1 not reproduced, ...' over claims, in VERDICTS order."""
+  n = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+  return ", ".join(f"{k} {v}" for v, k in n.items() if k)
+
+
+def _title(chapter: str) -> str:
+  """A chapter's title: the first heading of notebooks/<chapter>.ipynb, else its name."""
+  from mone import results
+  path = results.REPO / "notebooks" / f"{chapter}.ipynb"
+  if path.exists():
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"]).splitlines()[0]
+    if first.startswith("# "):
+      return first[2:].strip()
+  return chapter
+
+
+def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/") -> str:
+  """The landing page's verdict section: every claim of every chapter, grouped by chapter, each
+  id linking to its chapter. Generated, never typed: `python -m mone.claims book/verdicts.md`."""
+  chapters = load(root)
+  everything = [c for cs in chapters.values() for c in cs]
+  out = [f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` "
+         f"({len(everything)} claims: {counts(everything)}). A trained comparison is decided from paired seeds "
+         f"(the 95% CI of MoNE minus the baseline); with fewer than {MIN_SEEDS} seeds it is inconclusive.\n"]
+  for chapter, cs in chapters.items():
+    out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {counts(cs)}\n")
+    out.append(markdown_table(cs, link=f"{doc_prefix}{chapter}"))
+  return "\n".join(out)
+
+
+def summary(claims: list[dict]) -> str:
+  """One line per claim, for a notebook's closing cell: verdict, id, the measured value with
+  its CI and seeds, or why it is inconclusive or not testable."""
+  lines = []
+  for c in claims:
+    detail = _fmt(c["measured"], c.get("unit", ""))
+    if c.get("ci95"):
+      detail += f", 95% CI {_ci(c)}"
+    if c.get("per_seed"):
+      detail += f", per seed ({', '.join(map(str, c['seeds']))}): {', '.join(f'{d:+.2f}' for d in c['per_seed'])}"
+    if c.get("why"):
+      detail += f"; {c['why']}"
+    lines.append(f"{c['verdict'].upper():15s} {c['id']}: {detail}")
+  return "\n".join(lines)
+
+
+GLUE_PREFIX = "application/papermill.record/"  # myst_nb.glue's prefix for a hidden glued output
+
+
+def show(claims: list[dict], key: str = "verdicts") -> None:
+  """Prints `summary(claims)` and records their Markdown table under `key`, hidden, so that the
+  chapter's opening cell can paste it (```{glue:md} verdicts``` with `:format: myst`). The
+  output is the one `myst_nb.glue(key, Markdown(table), display=False)` writes; myst-nb itself is
+  not needed in the kernel, and the book (myst-nb) collects every glued key of a page before
+  rendering it, so the table can open the page although it is computed at its end."""
+  from IPython.display import display
+  print(summary(claims))
+  md = markdown_table(claims)
+  display({GLUE_PREFIX + "text/markdown": md, GLUE_PREFIX + "text/plain": md}, raw=True,
+          metadata={"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}})
+
+
+def main(argv=None):
+  import argparse
+  ap = argparse.ArgumentParser(description="Writes the landing page's verdict table from results/*/claims.json.")
+  ap.add_argument("out", help="Markdown file to write (book/verdicts.md)")
+  ap.add_argument("--results", default=None, help="results folder (default: the repository's, or $MONE_RESULTS_DIR)")
+  args = ap.parse_args(argv)
+  from mone import results
+  results.atomic_write_text(args.out, landing_page(args.results))
+
+
+if __name__ == "__main__":
+  main()

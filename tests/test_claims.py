@@ -1,0 +1,143 @@
+"""Verdicts from synthetic seeds: a clear win, a tie within tolerance, a difference inside the
+noise, too few seeds; the claims file format; the generated landing page."""
+import json
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from mone import claims
+
+
+def _seeds(values):
+  return dict(enumerate(values))
+
+
+def test_paired_ci_is_the_t_interval():
+  d = [1.0, 2.0, 4.0, 3.0]
+  mean, lo, hi = claims.paired_ci(d)
+  half = scipy.stats.t.ppf(0.975, 3) * np.std(d, ddof=1) / 2
+  assert mean == pytest.approx(2.5) and lo == pytest.approx(2.5 - half) and hi == pytest.approx(2.5 + half)
+  assert np.isnan(claims.paired_ci([1.0])[1])
+  with pytest.raises(ValueError, match="diffs"):
+    claims.paired_ci([])
+
+
+def test_a_clear_win_is_reproduced_for_beats():
+  mone, base = _seeds([60.0, 61.0, 62.0]), _seeds([55.0, 55.5, 57.0])
+  c = claims.trained("x.win", "MoNE beats B", "better", mone, base, relation="beats", tolerance=1.0)
+  assert c["verdict"] == "reproduced" and c["n_seeds"] == 3 and c["ci95"][0] > 0
+  assert c["measured"] == pytest.approx(np.mean([5.0, 5.5, 5.0]), abs=1e-3)
+  # The same data read as "matches within 1 point" is ruled out.
+  assert claims.trained("x.m", "c", "p", mone, base, relation="matches", tolerance=1.0)["verdict"] == "not reproduced"
+
+
+def test_a_tie_within_tolerance_matches_and_does_not_beat():
+  mone, base = _seeds([70.1, 69.9, 70.0, 70.05]), _seeds([70.0, 70.0, 70.1, 69.95])
+  for relation, verdict in (("matches", "reproduced"), ("no_worse", "reproduced"), ("beats", "not reproduced")):
+    assert claims.trained("x.t", "c", "p", mone, base, relation=relation, tolerance=1.0)["verdict"] == verdict, relation
+
+
+def test_a_difference_inside_the_noise_is_inconclusive():
+  # Mean gap +2 with a seed spread of 8 points: the CI is far wider than the tolerance.
+  mone, base = _seeds([60.0, 52.0, 58.0]), _seeds([54.0, 56.0, 54.0])
+  for relation in claims.RELATIONS:
+    c = claims.trained("x.n", "c", "p", mone, base, relation=relation, tolerance=1.0)
+    assert c["verdict"] == "inconclusive", relation
+    assert c["ci95"][0] < -1 and c["ci95"][1] > 1
+
+
+def test_too_few_seeds_is_inconclusive_whatever_the_gap():
+  for n in (1, 2):
+    mone, base = _seeds([90.0] * n), _seeds([10.0 + i for i in range(n)])
+    c = claims.trained("x.f", "c", "p", mone, base, relation="beats", tolerance=1.0)
+    assert c["verdict"] == "inconclusive" and c["n_seeds"] == n and "seed" in c["why"]
+  assert claims.trained("x.f", "c", "p", {0: 5.0}, relation="beats", tolerance=0)["ci95"] is None
+
+
+def test_only_paired_seeds_count():
+  c = claims.trained("x.p", "c", "p", {0: 1.0, 1: 2.0, 2: 3.0, 7: 9.0}, {0: 0.0, 1: 0.0, 2: 0.0, 5: 0.0},
+                     relation="beats", tolerance=0.0)
+  assert c["seeds"] == [0, 1, 2] and c["per_seed"] == [1.0, 2.0, 3.0]
+  with pytest.raises(ValueError, match="no seed in common"):
+    claims.trained("x.p", "c", "p", {0: 1.0}, {1: 1.0}, relation="beats", tolerance=0.0)
+
+
+def test_a_run_that_never_learned_makes_the_claim_inconclusive():
+  c = claims.trained("x.l", "c", "p", _seeds([90.0, 91, 92]), _seeds([10.0, 11, 12]), relation="beats",
+                     tolerance=1.0, learned=False)
+  assert c["verdict"] == "inconclusive" and "plateau" in c["why"]
+
+
+def test_no_worse_and_matches_differ_on_a_clear_gain():
+  mone, base = _seeds([75.0, 76.0, 75.5]), _seeds([70.0, 70.0, 70.5])
+  assert claims.trained("a", "c", "p", mone, base, relation="no_worse", tolerance=1.0)["verdict"] == "reproduced"
+  assert claims.trained("a", "c", "p", mone, base, relation="matches", tolerance=1.0)["verdict"] == "not reproduced"
+
+
+def test_decide_rejects_bad_input():
+  with pytest.raises(ValueError, match="relation must be one of"):
+    claims.decide("equals", -1, 1, 1)
+  with pytest.raises(ValueError, match="tolerance must be >= 0"):
+    claims.decide("beats", -1, 1, -0.5)
+
+
+def test_arithmetic_and_timing():
+  assert claims.arithmetic("a.f", "c", 376.3, 376.29, tolerance=0.1)["verdict"] == "reproduced"
+  assert claims.arithmetic("a.f", "c", 376.3, 380.0, tolerance=0.005, relative=True)["verdict"] == "not reproduced"
+  assert claims.arithmetic("a.r", "c", "about 2x", 2.08, at_least=1.8)["verdict"] == "reproduced"
+  t = claims.timing("t.x", "c", "-", 0.71, target=0.85)
+  assert t["verdict"] == "not reproduced" and t["kind"] == "timing" and t["ci95"] is None
+
+
+def test_claims_keep_four_significant_digits():
+  c = claims.arithmetic("a.d", "c", 1.0, 1.0000000012345, tolerance=0.1)
+  assert c["measured"] == 1.0
+  assert claims._round(0.012345678) == 0.01235 and claims._round([123456.7]) == [123500.0]
+
+
+def test_at_flops_interpolates_only_inside_the_curve():
+  curve = [{"gflops": 1.0, "accuracy_pct": 50.0}, {"gflops": 3.0, "accuracy_pct": 70.0}]
+  assert claims.at_flops(curve, 2.0) == pytest.approx(60.0)
+  assert np.isnan(claims.at_flops(curve, 0.5)) and np.isnan(claims.at_flops(curve, 3.5))
+
+
+def test_write_load_and_render(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  a = [claims.trained("fig9.a", "MoNE | wins", "yes", _seeds([3.0, 4.0, 5.0]), relation="beats", tolerance=0.0),
+       claims.not_testable("fig9.b", "c", "p", "trained", "no data")]
+  path = claims.write(a, "09_figure9")
+  assert path == tmp_path / "09_figure9" / "claims.json"
+  loaded = claims.load()
+  assert list(loaded) == ["09_figure9"] and [c["id"] for c in loaded["09_figure9"]] == ["fig9.a", "fig9.b"]
+  for field in claims.FIELDS:
+    assert field in loaded["09_figure9"][0]
+  page = claims.landing_page()
+  assert "{doc}`fig9.a <notebooks/09_figure9>`" in page and "{doc}`fig9.b <notebooks/09_figure9>`" in page
+  assert "MoNE \\| wins" in page  # a pipe in a claim does not break the table
+  assert "1 reproduced, 1 not testable" in page
+
+
+def test_check_refuses_malformed_claims():
+  good = claims.arithmetic("a.b", "c", 1.0, 1.0)
+  with pytest.raises(ValueError, match="unique"):
+    claims.check([good, good])
+  with pytest.raises(ValueError, match="lacks"):
+    claims.check([{k: v for k, v in good.items() if k != "ci95"}])
+  bad = {**claims.trained("a.c", "c", "p", _seeds([1.0, 2.0]), relation="beats", tolerance=0), "verdict": "reproduced"}
+  with pytest.raises(ValueError, match="at least 3 are needed"):
+    claims.check([bad])
+  with pytest.raises(ValueError, match="kind must be one of"):
+    claims.arithmetic("a.b", "c", 1.0, 1.0) | claims._claim("a", "c", "p", 1, "guess", None, None, 0, "reproduced")
+
+
+def test_committed_landing_page_is_generated_from_the_committed_claims():
+  from mone import results
+  page = results.REPO / "book" / "verdicts.md"
+  assert page.read_text() == claims.landing_page(results.RESULTS), "run `python -m mone.claims book/verdicts.md`"
+  # Every chapter of the book has its claims.
+  chapters = sorted(p.stem for p in (results.REPO / "notebooks").glob("[0-9]*.ipynb"))
+  assert sorted(claims.load(results.RESULTS)) == chapters
+  for chapter, cs in claims.load(results.RESULTS).items():
+    assert cs and all(c["id"].split(".")[0] for c in cs), chapter
+    json.dumps(cs)
