@@ -7,12 +7,13 @@ STAMP := $(VENV)/.installed
 # Tests and notebooks run on the CPU; 8 virtual devices let data-parallel code build a mesh.
 export JAX_PLATFORMS ?= cpu
 
-.PHONY: env test figures book book-check help
+.PHONY: env test figures book book-check lab help
 
 help:
 	@echo "make figures  - run every notebook (default profile) and write results/"
 	@echo "make test     - run the test suite (creates .venv on first use)"
 	@echo "make book     - build the Jupyter Book from the executed notebooks"
+	@echo "make lab      - open the notebooks in JupyterLab, on the kernel make figures uses"
 	@echo "make env      - only create the pinned virtualenv in .venv"
 
 $(STAMP): requirements/lock.txt pyproject.toml
@@ -30,6 +31,21 @@ env: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
+
+# JupyterLab in its own venv (its server stack stays out of the test environment), showing only
+# .venv's python3 kernel (JUPYTER_PATH comes first in Jupyter's search): the kernel papermill uses.
+LAB_VENV := .venv-lab
+LAB_STAMP := $(LAB_VENV)/.installed
+
+$(LAB_STAMP): requirements/lab.txt
+	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
+	$(LAB_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/lab.txt
+	touch $@
+
+# Jupyter refuses to run as root (containers often are) unless told: --allow-root there. LAB_ARGS: more flags.
+lab: $(STAMP) $(LAB_STAMP)
+	JUPYTER_PATH=$(CURDIR)/$(VENV)/share/jupyter $(LAB_VENV)/bin/jupyter lab notebooks/ \
+	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 # The book builds in its own venv: jupyter-book 1.x pins markdown-it-py 3, the main env has 4.
 BOOK_VENV := .venv-book

@@ -163,13 +163,33 @@ def save_table(rows: list[dict], notebook: str, name: str):
   return path
 
 
-def format_table(rows: list[dict], columns: list[str], digits: int = 4) -> str:
-  """rows as a plain-text table of the given columns (floats to `digits` significant digits)."""
+class Table(str):
+  """A table that is plain text where text is shown (print, a terminal, an email) and an HTML
+  table where a notebook or the book renders it (`display(table)`: its Markdown form)."""
+
+  def __new__(cls, text: str, markdown: str):
+    self = super().__new__(cls, text)
+    self.markdown = markdown
+    return self
+
+  def __repr__(self):
+    return str(self)
+
+  def _repr_markdown_(self):
+    return self.markdown
+
+
+def format_table(rows: list[dict], columns: list[str], digits: int = 4) -> Table:
+  """rows as a table of the given columns (floats to `digits` significant digits): a `Table`,
+  fixed-width text that a notebook displays as an HTML table."""
   def fmt(v):
     return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
   cells = [columns] + [[fmt(r.get(c, "")) for c in columns] for r in rows]
   widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-  return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+  text = "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+  md_row = lambda row: "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+  markdown = "\n".join([md_row(columns), "|" + "---|" * len(columns)] + [md_row(r) for r in cells[1:]]) + "\n"
+  return Table(text, markdown)
 
 
 def quiet_notebook():

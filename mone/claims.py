@@ -296,15 +296,36 @@ def summary(claims: list[dict]) -> str:
 GLUE_PREFIX = "application/papermill.record/"  # myst_nb.glue's prefix for a hidden glued output
 
 
-def show(claims: list[dict], key: str = "verdicts") -> None:
-  """Prints `summary(claims)` and records their Markdown table under `key`, hidden, so that the
-  chapter's opening cell can paste it (```{glue:md} verdicts``` with `:format: myst`). The
+def downloads(notebook: str, book_dir: Path | None = None) -> str:
+  """A line of MyST {download} links to every file the chapter wrote under
+  results/<notebook>/ (claims, metrics, CSV tables, figures), relative to the book's chapter
+  pages (book/notebooks/), so that a reader can take the numbers behind a page with them.
+  Empty where results go elsewhere ($MONE_RESULTS_DIR: the smoke profile, the tests), whose
+  files the book does not render and whose paths must not reach a page."""
+  import os
+  from mone import results
+  if results.results_root().resolve() != Path(results.RESULTS).resolve():
+    return ""
+  folder = results.results_root() / notebook
+  book_dir = Path(book_dir) if book_dir is not None else results.REPO / "book" / "notebooks"
+  files = sorted(p for p in folder.glob("*") if p.is_file() and not p.name.startswith("."))
+  links = [f"{{download}}`{p.name} <{os.path.relpath(p, book_dir)}>`" for p in files]
+  return f"Files of this chapter (`results/{notebook}/`): " + " · ".join(links) + "\n" if links else ""
+
+
+GLUE_PREFIX = "application/papermill.record/"  # myst_nb.glue's prefix for a hidden glued output
+
+
+def show(claims: list[dict], notebook: str | None = None, key: str = "verdicts") -> None:
+  """Prints `summary(claims)` and records their Markdown table (and, with notebook, links to
+  the chapter's files: call it after the chapter has written them) under `key`, hidden, so that
+  the chapter's opening cell can paste it (```{glue:md} verdicts``` with `:format: myst`). The
   output is the one `myst_nb.glue(key, Markdown(table), display=False)` writes; myst-nb itself is
   not needed in the kernel, and the book (myst-nb) collects every glued key of a page before
   rendering it, so the table can open the page although it is computed at its end."""
   from IPython.display import display
   print(summary(claims))
-  md = markdown_table(claims)
+  md = markdown_table(claims) + ("\n" + downloads(notebook) if notebook else "")
   display({GLUE_PREFIX + "text/markdown": md, GLUE_PREFIX + "text/plain": md}, raw=True,
           metadata={"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}})
 

@@ -15,7 +15,8 @@ that this script starts and stops:
     notebook has image outputs;
   - where the page has math, MathJax typeset every formula, with no TeX error;
   - the browser console shows no uncaught JavaScript error and no MathJax complaint;
-  - a chapter opens with its verdict table, before any code cell, and shows no stderr output.
+  - a chapter opens with its verdict table, before any code cell, and shows no stderr output;
+  - every figure is shown at no less than MIN_FIGURE_SCALE of its pixel width (readable at page size).
 Then it screenshots the landing page to results/book_landing.png.
 
 Uses the standard library, PyYAML (in both venvs) and a Chromium binary (`apt-get install
@@ -44,6 +45,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROBE_QUERY = "__bookcheck=1"  # the server adds the probe script to pages asked for with it
 REPORT_PATH = "/__bookcheck_report"  # where the probe POSTs what it found
+MIN_FIGURE_SCALE = 0.3  # a figure shown below this fraction of its pixel width is unreadable
 PAGE_TIMEOUT_S = 90  # real seconds for one page to load and report; 2-5 s is normal on 2 cores
 SCREENSHOT_TIMEOUT_S = 120
 CHROMIUM_FLAGS = [
@@ -61,7 +63,8 @@ PROBE_JS = r"""
 window.addEventListener('load', function () {
   function report(problems) {
     var imgs = Array.prototype.map.call(document.images, function (im) {
-      return {src: im.getAttribute('src'), loaded: im.complete && im.naturalWidth > 0};
+      return {src: im.getAttribute('src'), loaded: im.complete && im.naturalWidth > 0,
+              natural: im.naturalWidth, shown: im.getBoundingClientRect().width};
     });
     var maths = document.querySelectorAll('.math');
     var typeset = 0;
@@ -456,6 +459,12 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
   for img in report["imgs"]:
     if not img["loaded"]:
       failures.add(page, f"image {img['src']} did not load in the browser")
+    elif "_images/" in (img["src"] or "") and img.get("natural", 0) > 0 and img.get("shown", 0) > 0 \
+        and img["shown"] / img["natural"] < MIN_FIGURE_SCALE:
+      # Figures are saved at 150 dpi; shown at less than this fraction of their pixels, a 9 pt
+      # label falls under ~6 screen pixels: split the figure into a grid instead.
+      failures.add(page, f"figure {img['src']} is shown at {img['shown'] / img['natural']:.0%} of its "
+                         f"{img['natural']} px width: too small to read at page size")
   for problem in report["problems"]:
     failures.add(page, problem)
   if report["math"]:

@@ -214,3 +214,9 @@ def test_adaptation_claims_are_inconclusive_from_one_seed_and_named_by_domain():
   assert {c["verdict"] for c in cs} == {"inconclusive"} and all(c["n_seeds"] == 1 for c in cs)
   no_adaptive = analysis.adaptation_summary(_adaptation_rows(table), (0.2, 0.4))
   assert analysis.adaptation_claims(no_adaptive, "video", 0)[2]["verdict"] == "not testable"
+
+
+def test_format_table_is_text_when_printed_and_a_table_when_displayed():
+  t = analysis.format_table([{"a": 1.23456, "b": "x|y"}, {"a": 2.0, "b": "z"}], ["a", "b"], 3)
+  assert str(t).splitlines() == ["   a    b", "1.23  x|y", "   2    z"] and repr(t) == str(t)
+  assert t._repr_markdown_() == "| a | b |\n|---|---|\n| 1.23 | x\\|y |\n| 2 | z |\n"

@@ -141,3 +141,18 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   for chapter, cs in claims.load(results.RESULTS).items():
     assert cs and all(c["id"].split(".")[0] for c in cs), chapter
     json.dumps(cs)
+
+
+def test_downloads_link_every_file_of_the_chapter_from_the_book_pages(tmp_path, monkeypatch):
+  from mone import results
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "elsewhere"))
+  assert claims.downloads("03_fig") == ""  # smoke runs and tests: no links, no private paths
+  monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
+  monkeypatch.delenv("MONE_RESULTS_DIR")
+  (tmp_path / "results" / "03_fig").mkdir(parents=True)
+  for name in ("points.csv", "claims.json", ".claims.json.tmp"):
+    (tmp_path / "results" / "03_fig" / name).write_text("x")
+  line = claims.downloads("03_fig", book_dir=tmp_path / "book" / "notebooks")
+  assert line == ("Files of this chapter (`results/03_fig/`): {download}`claims.json <../../results/03_fig/claims.json>`"
+                  " · {download}`points.csv <../../results/03_fig/points.csv>`\n")
+  assert claims.downloads("nothing_here") == ""

@@ -87,7 +87,7 @@ def test_notebook_follows_the_house_layout(notebook):
   # Ends with the verdict: a markdown cell asking the question, a code cell computing the answer.
   last_code = [i for i, c in enumerate(cells) if c.cell_type == "code"][-1]
   assert cells[last_code - 1].cell_type == "markdown" and "reproduce" in cells[last_code - 1].source
-  assert "claims.write(chapter_claims, NB)" in cells[last_code].source and "claims.show(chapter_claims)" in cells[last_code].source
+  assert "claims.write(chapter_claims, NB)" in cells[last_code].source and "claims.show(chapter_claims, NB)" in cells[last_code].source
   assert "REPRODUCED" not in code, "verdicts are decided by mone.claims, not printed by hand"
 
 
