@@ -188,7 +188,7 @@ def write(claims: list[dict], notebook: str) -> Path:
   """Writes results/<notebook>/claims.json (atomically) and returns its path."""
   from mone import results
   path = results.results_root() / notebook / "claims.json"
-  results.atomic_write_text(path, json.dumps(check(claims), indent=1, sort_keys=True) + "\n")
+  results.atomic_write_json(path, check(claims))
   return path
 
 
