@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Tests and notebooks run on the CPU; 8 virtual devices let data-parallel code build a mesh.
 export JAX_PLATFORMS ?= cpu
 
-.PHONY: env test figures book book-check lab help
+.PHONY: env test figures book book-check lab help FORCE
 
 help:
 	@echo "make figures  - run every notebook (default profile) and write results/"
@@ -26,8 +26,9 @@ $(STAMP): requirements/lock.txt pyproject.toml
 env: $(STAMP)
 
 # Two pytest workers (pytest-xdist), a test file each at a time: much of the suite is single-threaded
-# XLA compilation, so on a 2-core machine a fresh clone's suite took 15 min instead of 23 serially.
-# A file stays on one worker because the notebook tests reuse each other's runs. TEST_WORKERS=0: serial.
+# XLA compilation (tests compile at XLA's lowest backend optimisation level, see tests/conftest.py).
+# A file stays on one worker because the notebook tests reuse each other's runs; the image and the
+# video chapters are two files, so they run side by side. TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
@@ -58,31 +59,56 @@ $(BOOK_STAMP): requirements/book.txt
 
 # --all: an incremental build would not repeat warnings of unchanged pages, and -W must see them.
 # The landing page's verdict table is generated from results/*/claims.json, never typed.
-book: $(BOOK_STAMP)
-	$(BOOK_VENV)/bin/python -m mone.claims book/verdicts.md
+# The book renders the executed chapters: building it executes those whose inputs changed first.
+book: $(BOOK_STAMP) figures
+	$(BOOK_VENV)/bin/python -m mone.chapters.claims book/verdicts.md
 	$(BOOK_VENV)/bin/jupyter-book build --all -W --keep-going book
 
 book-check: book
 	command -v chromium > /dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 	$(BOOK_VENV)/bin/python scripts/check_book.py
 
-# Executes every notebook, in order, into book/notebooks/ (the book renders those copies);
-# results go to results/<notebook>/. Stops at the first notebook that fails. Paths stay
-# relative so that no local path is recorded in the executed notebooks.
+# Executes the notebooks, in order, into book/notebooks/ (the book renders those copies);
+# results go to results/<notebook>/. Paths stay relative so that no local path is recorded in the
+# executed notebooks. One target per executed chapter: it reruns when its notebook, a module of
+# mone/ it imports or a parameter changed, judged by content (scripts/chapter_inputs.py writes
+# .cache/figures/, rewritten only when different): a fresh clone gives every file the same time.
+# `make figures SEED=1 DATA_DIR=/data/tfds PROFILE=paper` forwards the notebooks' parameters.
 PROFILE ?= small
+SEED ?=
+DATA_DIR ?=
+NB_PARAMS := $(if $(SEED),seed=$(SEED)) $(if $(DATA_DIR),data_dir=$(DATA_DIR))
+CHAPTERS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 # The smoke profile (a check that every notebook runs) must never overwrite real results.
 ifeq ($(PROFILE),smoke)
 NB_OUT := .cache/smoke/notebooks
-figures: export MONE_RESULTS_DIR := $(CURDIR)/.cache/smoke/results
-figures: export MONE_CACHE_DIR := $(CURDIR)/.cache/smoke
+VERDICTS := .cache/smoke/verdicts.md
+export MONE_RESULTS_DIR := $(CURDIR)/.cache/smoke/results
+export MONE_CACHE_DIR := $(CURDIR)/.cache/smoke
 else
 NB_OUT := book/notebooks
+VERDICTS := book/verdicts.md
 endif
-figures: $(STAMP)
-	mkdir -p $(NB_OUT)
-	@set -e; for src in notebooks/[0-9]*.ipynb; do \
-	  [ -e "$$src" ] || continue; \
-	  echo "papermill $$src (profile=$(PROFILE))"; \
-	  $(PY) scripts/run_notebook.py "$$src" "$(NB_OUT)/$$(basename $$src)" $(PROFILE); \
-	done
-	$(PY) -m mone.claims $(if $(filter smoke,$(PROFILE)),.cache/smoke/verdicts.md,book/verdicts.md)
+INPUTS := .cache/figures/$(PROFILE)$(if $(SEED),-seed$(SEED))
+EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
+
+figures: $(EXECUTED)
+	$(PY) -m mone.chapters.claims $(VERDICTS)
+
+# In order: a chapter reuses the runs of the chapters before it.
+$(foreach i,$(shell seq 2 $(words $(CHAPTERS))),$(eval $(word $(i),$(EXECUTED)): | $(word $(shell expr $(i) - 1),$(EXECUTED))))
+
+$(INPUTS)/%.inputs: FORCE $(STAMP)
+	@mkdir -p $(@D)
+	@$(PY) scripts/chapter_inputs.py notebooks/$*.ipynb $(PROFILE) $(NB_PARAMS) > $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+$(NB_OUT)/%.ipynb: $(INPUTS)/%.inputs
+	@mkdir -p $(@D)
+	@echo "papermill notebooks/$*.ipynb (profile=$(PROFILE) $(NB_PARAMS))"
+	$(PY) scripts/run_notebook.py notebooks/$*.ipynb $@ $(PROFILE) $(NB_PARAMS)
+
+FORCE:
+.PRECIOUS: $(INPUTS)/%.inputs
+# A notebook that fails half-way leaves no executed copy that Make would take for finished.
+.DELETE_ON_ERROR:

@@ -9,7 +9,7 @@ at 224 px with a 21,843-way head come to 4.6, 17.5 and 61.3 GFLOPs (paper: 4.6, 
 For MoNE the token counts per expert are the exact static counts EPR uses
 (`mone.capacity.expert_counts`), so the number is what the model really executes.
 
-Videos (a `ViViTConfig`, `mone.vivit`; numbers are per clip, so "8x1" evaluation costs 8x):
+Videos (a `ViViTConfig`, `mone.models.vivit`; numbers are per clip, so "8x1" evaluation costs 8x):
 the t x p x p tubelet embedding, T' spatial passes of `depth` blocks over N + 1 tokens
 (the spatial CLS token is one extra token at full width D, also under MoNE and MatViViT;
 attention over all N + 1), T' x N x D x E per router, `temporal_depth` dense blocks over
@@ -29,7 +29,7 @@ them the dense clip would be 352.3, 6% under the paper's 376.3.
 import numpy as np
 
 from mone import capacity as capacity_lib
-from mone.config import KINDS, VIDEO_KINDS, ViTConfig, ViViTConfig, mod_tokens
+from mone.models.config import KINDS, VIDEO_KINDS, ViTConfig, ViViTConfig, mod_tokens
 
 
 def block_macs(num_tokens_per_group, widths, width: int, mlp_dim: int, attended: int | None = None):

@@ -1,6 +1,6 @@
 """Executes one notebook with papermill, as `make figures` does, and keeps its cell ids stable.
 
-  python scripts/run_notebook.py notebooks/03_figure3_images.ipynb book/notebooks/03_figure3_images.ipynb small
+  python scripts/run_notebook.py notebooks/03_figure3_images.ipynb book/notebooks/03_figure3_images.ipynb small [seed=1 data_dir=...]
 
 papermill gives the cell it injects (the parameters) a new random id on every run, so every rerun
 would change every executed notebook in git even when nothing else did. Here that cell's id is the
@@ -15,9 +15,10 @@ import papermill
 INJECTED_ID = "injected-parameters"
 
 
-def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: str | None = None):
-  """papermill.execute_notebook with parameters {'profile': profile} and the python3 kernel."""
-  nb = papermill.execute_notebook(src, out, parameters={"profile": profile}, kernel_name="python3",
+def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: str | None = None, **params):
+  """papermill.execute_notebook with parameters {'profile': profile, **params} and the python3
+  kernel. Only parameters given are injected: a default run's executed notebook stays the same."""
+  nb = papermill.execute_notebook(src, out, parameters={"profile": profile, **params}, kernel_name="python3",
                                   progress_bar=progress_bar, cwd=cwd)
   injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
   for c in injected:
@@ -29,7 +30,18 @@ def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: st
   return nb
 
 
+def parse_params(words) -> dict:
+  """key=value words: seed as an integer, data_dir as a string (the notebooks' parameters)."""
+  params = {}
+  for w in words:
+    key, sep, value = w.partition("=")
+    if not sep or key not in ("seed", "data_dir"):
+      sys.exit(f"parameters are seed=INT and data_dir=PATH, got {w!r}")
+    params[key] = int(value) if key == "seed" else value
+  return params
+
+
 if __name__ == "__main__":
-  if len(sys.argv) != 4:
-    sys.exit(f"usage: {sys.argv[0]} NOTEBOOK OUTPUT PROFILE")
-  execute(*sys.argv[1:])
+  if len(sys.argv) < 4:
+    sys.exit(f"usage: {sys.argv[0]} NOTEBOOK OUTPUT PROFILE [seed=INT] [data_dir=PATH]")
+  execute(*sys.argv[1:4], **parse_params(sys.argv[4:]))

@@ -1,5 +1,22 @@
 import os
 
+import pytest
+
 # Tests run on the CPU; 8 virtual devices let the data-parallel tests build a real mesh.
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+# Compiling is most of the suite's time, and the tests check behaviour, never speed (speed is
+# measured by `python -m mone.bench` at XLA's default level): the lowest backend optimisation
+# level compiles about 1.5x faster. It changes the code LLVM emits, not XLA's graph, so a test that
+# compares two computations compares them under the same flags.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_backend_optimization_level=0")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+@pytest.fixture(scope="module")
+def smoke_env(tmp_path_factory):
+  """A results and cache folder shared by the notebooks of one test file, with the environment
+  their kernels inherit (notebook_util.smoke_environment)."""
+  from notebook_util import smoke_environment
+  root = tmp_path_factory.mktemp("notebooks")
+  with pytest.MonkeyPatch.context() as mp:
+    smoke_environment(root, mp)
+    yield root

@@ -2,25 +2,27 @@ import jax
 import numpy as np
 import pytest
 
-from mone import analysis, capacity, digits, experiments, models, results, routing
-
+from mone import capacity, results
+from mone.chapters import analysis, experiments, routers
+from mone.data import digits
+from mone.models import routing, vit
 
 # ------------------------------------------------------------------- overlap ---
 
 
 def test_perfect_selection_scores_one_and_disjoint_scores_zero():
   obj = np.array([[0.0, 0.5, 1.0, 0.0], [1.0, 0.0, 0.0, 0.2]], np.float32)  # coverage
-  tokens = obj >= analysis.OBJECT_FRACTION
-  assert analysis.overlap(tokens, obj) == pytest.approx(
+  tokens = obj >= routers.OBJECT_FRACTION
+  assert routers.overlap(tokens, obj) == pytest.approx(
       {"iou": 1.0, "precision": 1.0, "recall": 1.0, "selected_fraction": 0.5, "object_fraction": 0.5})
-  none = analysis.overlap(~tokens, obj)
+  none = routers.overlap(~tokens, obj)
   assert none["iou"] == 0 and none["precision"] == 0 and none["recall"] == 0
 
 
 def test_overlap_by_hand():
   sel = np.array([[1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0]], bool)
   obj = np.array([[1, 0, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0]], bool)
-  out = analysis.overlap(sel, obj)
+  out = routers.overlap(sel, obj)
   # image 0: inter 1, union 4, |S| 2, |O| 3; image 1: inter 1, union 2, |S| 1, |O| 2
   assert out["iou"] == pytest.approx((1 / 4 + 1 / 2) / 2)
   assert out["precision"] == pytest.approx((1 / 2 + 1) / 2)
@@ -30,11 +32,11 @@ def test_overlap_by_hand():
 def test_overlap_thresholds_coverage_and_skips_undefined_images():
   cov = np.array([[0.1, 0.2, 0.0], [0.0, 0.0, 0.0]])
   sel = np.array([[True, True, False], [True, False, False]])
-  out = analysis.overlap(sel, cov, min_fraction=0.15)  # token 1 only is object in image 0
+  out = routers.overlap(sel, cov, min_fraction=0.15)  # token 1 only is object in image 0
   assert out["recall"] == 1.0  # image 1 has no object tokens: recall 0/0 is left out
   assert out["precision"] == pytest.approx((0.5 + 0.0) / 2)
   with pytest.raises(ValueError, match="same shape"):
-    analysis.overlap(sel[:, :2], cov)
+    routers.overlap(sel[:, :2], cov)
 
 
 # ------------------------------------------------------------ random baseline ---
@@ -47,7 +49,7 @@ def _random_object_masks(rng, n=40, tokens=16):
 def test_random_router_expected_precision_is_the_object_fraction_and_recall_k_over_n():
   obj = _random_object_masks(np.random.default_rng(0))
   for k in (1, 5, 16):
-    base = analysis.random_router_baseline(obj, k)
+    base = routers.random_router_baseline(obj, k)
     assert base["precision"] == pytest.approx(obj.mean())  # every image has N tokens
     assert base["recall"] == pytest.approx(k / obj.shape[1])
 
@@ -56,18 +58,18 @@ def test_random_router_baseline_matches_sampled_random_selections():
   rng = np.random.default_rng(1)
   obj = _random_object_masks(rng)
   k = 5
-  draws = [analysis.overlap(np.argsort(rng.random(obj.shape), axis=1) < k, obj) for _ in range(3000)]
-  base = analysis.random_router_baseline(obj, k)
+  draws = [routers.overlap(np.argsort(rng.random(obj.shape), axis=1) < k, obj) for _ in range(3000)]
+  base = routers.random_router_baseline(obj, k)
   for key in ("iou", "precision", "recall"):
     assert np.mean([d[key] for d in draws]) == pytest.approx(base[key], abs=3e-3), key
 
 
 def test_random_router_baseline_edge_cases():
   obj = np.array([[True, True, False, False]])
-  assert analysis.random_router_baseline(obj, 4)["iou"] == pytest.approx(0.5)  # all tokens: 2/4
-  assert analysis.random_router_baseline(obj, 0)["iou"] == 0.0
+  assert routers.random_router_baseline(obj, 4)["iou"] == pytest.approx(0.5)  # all tokens: 2/4
+  assert routers.random_router_baseline(obj, 0)["iou"] == 0.0
   with pytest.raises(ValueError, match="num_selected"):
-    analysis.random_router_baseline(obj, 5)
+    routers.random_router_baseline(obj, 5)
 
 
 # ----------------------------------------------------------------- thresholds ---
@@ -77,7 +79,7 @@ def test_tokens_above_threshold_keeps_the_top_fraction_and_nests():
   imp = np.random.default_rng(2).random((3, 64))
   prev = np.ones_like(imp, bool)
   for q in (0.0, 0.25, 0.5, 0.9, 1.0):
-    sel = analysis.tokens_above_threshold(imp, q)
+    sel = routers.tokens_above_threshold(imp, q)
     k = round((1 - q) * 64)
     assert (sel.sum(-1) == k).all()
     if 0 < k < 64:  # everything kept scores above everything dropped
@@ -85,27 +87,27 @@ def test_tokens_above_threshold_keeps_the_top_fraction_and_nests():
     assert not (sel & ~prev).any()  # a higher threshold keeps a subset
     prev = sel
   with pytest.raises(ValueError, match="q must be"):
-    analysis.tokens_above_threshold(imp, 1.5)
+    routers.tokens_above_threshold(imp, 1.5)
 
 
 def test_upsample_token_map_inverts_token_mask():
   tokens = np.random.default_rng(3).random((2, 16)) < 0.5
-  pixels = analysis.upsample_token_map(tokens, 32, 8)
+  pixels = routers.upsample_token_map(tokens, 32, 8)
   assert pixels.shape == (2, 32, 32)
   np.testing.assert_array_equal(digits.token_mask(pixels, 8), tokens.astype(np.float32))
-  assert analysis.upsample_token_map(np.arange(4), 4, 2)[1, 2] == 1  # row 0 of patches, column 1
+  assert routers.upsample_token_map(np.arange(4), 4, 2)[1, 2] == 1  # row 0 of patches, column 1
   with pytest.raises(ValueError, match="tokens"):
-    analysis.upsample_token_map(np.zeros(15), 32, 8)
+    routers.upsample_token_map(np.zeros(15), 32, 8)
 
 
 def test_highlight_tokens_keeps_selected_pixels_and_fades_the_rest():
   img = np.full((8, 8, 3), 51, np.uint8)
   sel = np.array([True, False, False, False])
-  out = analysis.highlight_tokens(img, sel, 4)
+  out = routers.highlight_tokens(img, sel, 4)
   np.testing.assert_allclose(out[:4, :4], 0.2)
   assert (out[4:, 4:] > 0.7).all() and out.max() <= 1
 
-  white = analysis.highlight_tokens(np.full((8, 8, 3), 255, np.uint8), np.zeros(4, bool), 4, dim=0.3)
+  white = routers.highlight_tokens(np.full((8, 8, 3), 255, np.uint8), np.zeros(4, bool), 4, dim=0.3)
   assert white.max() <= 1.0  # float rounding of 0.3 + 0.7 stays in imshow's range
 
 
@@ -133,8 +135,8 @@ def test_points():
   assert [p["e_c"] for p in analysis.points(mone)] == [0.4]
   assert len(analysis.points(mone, all_capacities=True)) == 3
   assert len(analysis.points(_metrics("mone", [(0.2, None, 1, .5), (0.4, None, 2, .6)], adaptive=True))) == 2
-  vit = analysis.points(_metrics("vit", [(None, None, 4.0, 0.66)]))[0]
-  assert vit["accuracy_pct"] == pytest.approx(66)
+  dense = analysis.points(_metrics("vit", [(None, None, 4.0, 0.66)]))[0]
+  assert dense["accuracy_pct"] == pytest.approx(66)
 
 
 def _adaptation_rows(table, adaptive=None):
@@ -159,15 +161,21 @@ def test_adaptation_summary_scores_each_model_against_its_own_capacity():
 
 def test_mone_configs_are_shared_between_notebooks():
   a = analysis.mone_config("smoke", 0.4)
-  assert a.kind == "mone" and a.e_c == 0.4 and a.eval_e_c == analysis.EVAL_GRID["smoke"]
+  assert a.kind == "mone" and a.e_c == 0.4 and a.eval_e_c == experiments.grid("smoke").eval_e_c
   same = analysis.mone_config("smoke", 0.4, seed=0, model="tiny/8")
   assert results.config_hash(a) == results.config_hash(same)
   assert analysis.mone_config("smoke", None, adaptive=True).adaptive
   with pytest.raises(ValueError, match="profile"):
     analysis.mone_config("tiny", 0.4)
-  for grid in analysis.EVAL_GRID.values():  # every grid capacity is feasible for E = 4
-    for e in grid:
+  for profile, g in experiments.GRIDS.items():
+    # Each model is evaluated at every budget any chapter trains at (Figure 5 needs it) ...
+    trained = {*g.image_e_c, *g.adapt_image_e_c, *g.adapt_video_e_c, *g.random_router_e_c,
+               *(e for task in g.video_e_c.values() for e in task)}
+    assert trained <= set(g.eval_e_c), (profile, sorted(trained - set(g.eval_e_c)))
+    for e in g.eval_e_c:  # ... and every one of them is feasible for E = 4
       capacity.capacity_distribution(e, 4)
+  with pytest.raises(ValueError, match="profile must be one of"):
+    experiments.grid("tiny")
 
 
 # --------------------------------------------------------------------- router ---
@@ -176,7 +184,7 @@ def test_mone_configs_are_shared_between_notebooks():
 @pytest.fixture(scope="module")
 def tiny_mone():
   cfg = experiments.image_config("smoke", kind="mone", e_c=0.4)
-  model = models.make_model(cfg.model, "mone")
+  model = vit.make_model(cfg.model, "mone")
   caps = tuple(capacity.capacity_distribution(0.4, 4))
   x = np.zeros((1, 32, 32, 3), np.float32)
   # Random parameters of the right shapes: eval_shape traces init without compiling it.
@@ -190,16 +198,16 @@ def tiny_mone():
 def test_router_importance_is_what_epr_gives_the_full_expert(tiny_mone):
   cfg, params = tiny_mone
   images = (np.random.default_rng(4).random((5, 32, 32, 3)) * 255).astype(np.uint8)
-  probs, assignment = analysis.router_outputs(params, cfg, images, batch_size=2)  # batches padded
-  probs_1, assignment_1 = analysis.router_outputs(params, cfg, images)
+  probs, assignment = routers.router_outputs(params, cfg, images, batch_size=2)  # batches padded
+  probs_1, assignment_1 = routers.router_outputs(params, cfg, images)
   np.testing.assert_allclose(probs, probs_1, rtol=1e-5, atol=1e-6)
   np.testing.assert_array_equal(assignment, assignment_1)
   assert probs.shape == (5, 16, 4) and assignment.shape == (5, 16)
   np.testing.assert_allclose(probs.sum(-1), 1, rtol=1e-5)
-  imp = analysis.router_importance(params, cfg, images)
+  imp = routers.router_importance(params, cfg, images)
   np.testing.assert_allclose(imp, probs_1[..., -1], rtol=1e-6)
   counts = routing.expert_counts(capacity.capacity_distribution(0.4, 4), 16)
-  full = analysis.tokens_above_threshold(imp, 1 - counts[-1] / 16)
+  full = routers.tokens_above_threshold(imp, 1 - counts[-1] / 16)
   np.testing.assert_array_equal(assignment == 3, full)
   assert ((assignment[:, None, :] == np.arange(4)[:, None]).sum(-1) == counts).all()
 

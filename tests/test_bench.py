@@ -5,7 +5,9 @@ import numpy as np
 import optax
 import pytest
 
-from mone import bench, capacity, config, flops, results, routing
+from mone import capacity, flops, results
+from mone.bench import cli, micro, timing, workloads
+from mone.models import config, routing
 
 KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75_ms", "reps",
         "speedup", "flop_ratio", "efficiency", "gflops", "chunk", "load_1m", "note"}
@@ -13,7 +15,7 @@ KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75
 
 def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path):
   path = tmp_path / "bench.json"
-  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--mode", "forward", "train",
+  cli.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--mode", "forward", "train",
               "--reps", "1", "--chunk", "1", "--json", str(path)])
   out = results.read_json(path)
   assert {"cpu_model", "cores", "jax", "load_avg", "date", "code"} <= set(out["machine"])
@@ -38,7 +40,7 @@ def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path):
 
 def test_block_mode_times_one_blocks_forward_and_backward_apart(tmp_path):
   path = tmp_path / "block.json"
-  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--block", "--reps", "1",
+  cli.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--block", "--reps", "1",
               "--json", str(path)])
   out = results.read_json(path)
   rows = out["rows"]
@@ -63,7 +65,7 @@ def test_block_mode_times_one_blocks_forward_and_backward_apart(tmp_path):
 
 def test_matmul_mode_times_every_projection_of_every_group(tmp_path, capsys):
   path = tmp_path / "matmul.json"
-  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--matmul", "--reps", "1", "--json", str(path)])
+  cli.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--matmul", "--reps", "1", "--json", str(path)])
   rows = results.read_json(path)["rows"]
   cfg = config.vit("tiny/8")
   n, d, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
@@ -71,7 +73,7 @@ def test_matmul_mode_times_every_projection_of_every_group(tmp_path, capsys):
   live = [w for c, w in zip(counts, cfg.expert_widths) if c]
   for model, widths, groups in (("dense", [d], [n]), ("mone", live, [c for c in counts if c])):
     sel = [r for r in rows if r["model"] == model and r["projection"] != "total"]
-    assert [(r["width"], r["projection"]) for r in sel] == [(w, p) for w in widths for p in bench.PROJECTIONS]
+    assert [(r["width"], r["projection"]) for r in sel] == [(w, p) for w in widths for p in micro.PROJECTIONS]
     # The shapes Block multiplies: their MACs are the block's, less attention, for 2 examples.
     block = flops.block_macs(groups, widths, d, m) - 2 * n * n * d
     assert sum(np.prod(r["shape"]) for r in sel) == 2 * block
@@ -83,28 +85,28 @@ def test_matmul_mode_times_every_projection_of_every_group(tmp_path, capsys):
   assert all(np.isclose(r["rate"], 1.0) for r in rows if r["model"] == "dense")
   assert "rate" in capsys.readouterr().out
   with pytest.raises(SystemExit):
-    bench.main(["--variant", "tiny/8", "--block", "--matmul"])
+    cli.main(["--variant", "tiny/8", "--block", "--matmul"])
   assert "--block and --matmul" in capsys.readouterr().err
 
 
 def test_chunking_changes_nothing_but_speed():
-  wl = bench.image_workload("tiny/8", [0.3], with_matvit=False, with_masked=False)
+  wl = workloads.image_workload("tiny/8", [0.3], with_matvit=False, with_masked=False)
   x, y = wl.make_inputs(4)
   mone = wl.contenders[1]
-  v = bench.prepare(mone)
-  whole = bench.forward_fn(mone, 4, 4)(v, x)
-  chunked = bench.forward_fn(mone, 2, 4)(v, x)
+  v = timing.prepare(mone)
+  whole = timing.forward_fn(mone, 4, 4)(v, x)
+  chunked = timing.forward_fn(mone, 2, 4)(v, x)
   np.testing.assert_allclose(chunked, whole, rtol=1e-5, atol=1e-5)
 
   tx = optax.sgd(1.0)  # the update is the gradient itself: accumulating over chunks is exact
-  new = [bench.train_fn(mone, c, 4, tx)((jax.tree.map(jnp.copy, mone.params), tx.init(mone.params)), x, y)[0]
+  new = [timing.train_fn(mone, c, 4, tx)((jax.tree.map(jnp.copy, mone.params), tx.init(mone.params)), x, y)[0]
          for c in (4, 1)]
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *new)
 
 
 def test_video_rows_and_targets(tmp_path):
   path = tmp_path / "bench.json"
-  bench.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--mode", "forward",
+  cli.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--mode", "forward",
               "--reps", "1", "--chunk", "1", "--no-matvit", "--no-masked", "--video", "tiny/8x2",
               "--video-frames", "2", "--video-batch", "2", "--video-e-c", "0.3", "--json", str(path)])
   out = results.read_json(path)
@@ -122,15 +124,15 @@ def test_video_rows_and_targets(tmp_path):
 def test_bfloat16_workload_computes_in_bfloat16():
   """--dtype bfloat16 (GPU runs): parameters, inputs and every contender's logits are bf16,
   i.e. no constant in the model code silently promotes the computation back to float32."""
-  wl = bench.cast(bench.image_workload("tiny/8", [0.3], with_matvit=True, with_masked=False), jnp.bfloat16)
+  wl = workloads.cast(workloads.image_workload("tiny/8", [0.3], with_matvit=True, with_masked=False), jnp.bfloat16)
   x, y = wl.make_inputs(2)
   assert x.dtype == jnp.bfloat16 and y.dtype == jnp.int32
   for c in wl.contenders:
     assert {l.dtype for l in jax.tree.leaves(c.params)} == {jnp.dtype(jnp.bfloat16)}, c.name
-    logits = bench.forward_fn(c, chunk=2, batch=2)(bench.prepare(c), x)
+    logits = timing.forward_fn(c, chunk=2, batch=2)(timing.prepare(c), x)
     assert logits.dtype == jnp.bfloat16 and bool(jnp.isfinite(logits).all()), c.name
   assert "bfloat16" in wl.baseline and "float32" not in wl.baseline
-  assert bench.cast(wl, jnp.float32) is wl
+  assert workloads.cast(wl, jnp.float32) is wl
 
 
 def test_targets_hold_only_against_the_fastest_full_width_model():
@@ -140,15 +142,15 @@ def test_targets_hold_only_against_the_fastest_full_width_model():
     return {"workload": "ViT", "mode": "forward", "batch": 8, "model": model, "e_c": e_c, "median_ms": ms,
             "flop_ratio": ratio, "speedup": 100.0 / ms, "efficiency": 100.0 / ms / ratio}
   rows = [row("dense", None, 100.0), row("mone", 0.3, 40.0, 2.78), row("mone", 1.0, 90.0)]
-  checks = {c["e_c"]: c for c in bench.check_targets(rows)}
+  checks = {c["e_c"]: c for c in timing.check_targets(rows)}
   assert np.isclose(checks[0.3]["measured"], 2.5 / 2.78) and checks[0.3]["measured"] >= 0.85
   assert np.isclose(checks[0.3]["strict"], 2.25 / 2.78) and not checks[0.3]["ok"]
   assert checks[1.0]["ok"] and np.isclose(checks[1.0]["strict"], 100 / 90)
-  assert "[0.81 vs the fastest full-width model]" in bench.targets_table([checks[0.3]])
+  assert "[0.81 vs the fastest full-width model]" in timing.targets_table([checks[0.3]])
   rows[2] = row("mone", 1.0, 104.0)  # slower than dense: the dense row stands
-  checks = {c["e_c"]: c for c in bench.check_targets(rows)}
+  checks = {c["e_c"]: c for c in timing.check_targets(rows)}
   assert checks[0.3]["ok"] and checks[0.3]["strict"] == checks[0.3]["measured"]
-  assert "[" not in bench.targets_table([checks[0.3]])
+  assert "[" not in timing.targets_table([checks[0.3]])
 
 
 def test_code_version_is_dirty_only_for_uncommitted_package_code(tmp_path, monkeypatch):
@@ -164,8 +166,21 @@ def test_code_version_is_dirty_only_for_uncommitted_package_code(tmp_path, monke
   git("commit", "-q", "-m", "init")
   monkeypatch.setattr(results, "REPO", tmp_path)
   head = git("rev-parse", "--short=12", "HEAD")
-  assert bench.code_version() == head
+  assert cli.code_version() == head
   (tmp_path / "notes.json").write_text('{"rows": []}\n')
-  assert bench.code_version() == head
+  assert cli.code_version() == head
   (tmp_path / "mone" / "models.py").write_text("a = 2\n")
-  assert bench.code_version() == head + "+dirty"
+  assert cli.code_version() == head + "+dirty"
+
+
+def test_measure_runs_what_the_command_line_runs_and_refuses_unknown_options(tmp_path):
+  out = cli.measure(tmp_path / "m.json", variant="tiny/8", batch=[2], e_c=[0.3], reps=1, matmul=True)
+  assert out["complete"] and {r["projection"] for r in out["rows"]} == {*micro.PROJECTIONS, "total"}
+  assert out["args"]["matmul"] and out["args"]["batch"] == [2]
+  with pytest.raises(ValueError, match="unknown benchmark option.*'batches'"):
+    cli.measure(tmp_path / "x.json", batches=[2])
+  with pytest.raises(ValueError, match="block and matmul"):
+    cli.measure(tmp_path / "x.json", block=True, matmul=True)
+  assert not (tmp_path / "x.json").exists()
+  assert cli.command_line(variant="tiny/8", batch=[2], block=True, no_matvit=False) == \
+      "python -m mone.bench --variant tiny/8 --batch 2 --block"

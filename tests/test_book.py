@@ -8,8 +8,12 @@ BOOK = results.REPO / "book"
 
 
 def test_api_page_documents_every_module():
-  modules = sorted(p.stem for p in (results.REPO / "mone").glob("*.py") if p.stem != "__init__")
-  documented = re.findall(r"^\.\. automodule:: mone\.(\w+)$", (BOOK / "api.md").read_text(), re.M)
+  root = results.REPO / "mone"
+  # Every module and package under mone/ (a package by its __init__'s docstring); __main__ is a
+  # command, documented by the module it calls.
+  modules = sorted(".".join(("mone", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+                   for p in root.rglob("*.py") if p.stem != "__main__" and p != root / "__init__.py")
+  documented = re.findall(r"^\.\. automodule:: (mone(?:\.\w+)+)$", (BOOK / "api.md").read_text(), re.M)
   assert sorted(documented) == modules
 
 
@@ -22,14 +26,38 @@ def _ext():
 
 def test_flax_signatures_lose_parent_and_name():
   ext = _ext()
-  sig = ("(config: mone.config.ViTConfig, sizes: tuple[int, int] = (1, 2), parent: flax.linen.module.Module | "
+  sig = ("(config: mone.models.config.ViTConfig, sizes: tuple[int, int] = (1, 2), parent: flax.linen.module.Module | "
          "flax.core.scope.Scope | flax.linen.module._Sentinel | None = <flax.linen.module._Sentinel object>, "
          "name: str | None = None)")
-  assert ext.strip_flax_plumbing(sig) == "(config: mone.config.ViTConfig, sizes: tuple[int, int] = (1, 2))"
+  assert ext.strip_flax_plumbing(sig) == "(config: mone.models.config.ViTConfig, sizes: tuple[int, int] = (1, 2))"
   assert ext.strip_flax_plumbing("(x, y=1)") == "(x, y=1)"
   # Applied to a real Flax module's autodoc signature, leaves other objects alone.
-  from mone import models
   import inspect
-  out = ext._process(None, "class", "mone.models.ViT", models.ViT, {}, str(inspect.signature(models.ViT)), None)
+
+  from mone.models import vit
+  out = ext._process(None, "class", "mone.models.vit.ViT", vit.ViT, {}, str(inspect.signature(vit.ViT)), None)
   assert "parent" not in out[0] and "name" not in out[0] and "config" in out[0]
   assert ext._process(None, "function", "f", len, {}, "(parent)", None) is None
+
+
+def _chapter_inputs():
+  spec = importlib.util.spec_from_file_location("chapter_inputs", results.REPO / "scripts" / "chapter_inputs.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_a_chapter_depends_on_the_modules_it_imports_and_no_others(capsys):
+  """What Make reruns a chapter for (scripts/chapter_inputs.py): its notebook, every mone module
+  it reaches through imports, lazy ones inside functions included, and its parameters."""
+  ci = _chapter_inputs()
+  assert ci.imported("from mone.chapters import claims, speed\nimport mone.flops") >= {
+      "mone.chapters.claims", "mone.chapters.speed", "mone.flops", "mone.chapters", "mone"}
+  speed = set(ci.closure({"mone.chapters.speed"}))
+  assert "mone.bench.cli" in speed  # imported inside a function
+  assert set(ci.closure({"mone.flops"})) == {"mone", "mone.flops", "mone.capacity", "mone.models", "mone.models.config"}
+  ci.main(["notebooks/05_figure5_adaptation.ipynb", "small", "seed=1"])
+  lines = capsys.readouterr().out.splitlines()
+  files = [l.split("  ", 1)[1] for l in lines[:-1]]
+  assert files[0] == "notebooks/05_figure5_adaptation.ipynb" and "mone/train/loop.py" in files
+  assert "mone/bench/cli.py" not in files and lines[-1] == "parameters: small seed=1"

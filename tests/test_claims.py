@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone import claims
+from mone.chapters import claims
 
 
 def _seeds(values):
@@ -134,7 +134,7 @@ def test_check_refuses_malformed_claims():
 def test_committed_landing_page_is_generated_from_the_committed_claims():
   from mone import results
   page = results.REPO / "book" / "verdicts.md"
-  assert page.read_text() == claims.landing_page(results.RESULTS), "run `python -m mone.claims book/verdicts.md`"
+  assert page.read_text() == claims.landing_page(results.RESULTS), "run `python -m mone.chapters.claims book/verdicts.md`"
   # Every chapter of the book has its claims.
   chapters = sorted(p.stem for p in (results.REPO / "notebooks").glob("[0-9]*.ipynb"))
   assert sorted(claims.load(results.RESULTS)) == chapters

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from mone import config
+from mone.models import config
 
 
 def test_variants():
@@ -49,33 +49,48 @@ def test_fields_added_later_keep_old_hashes():
   """A field added after run files were committed changes no hash while it holds its default,
   so `results/runs/<name>-<kind>-<hash>.json` still names the run; any other value does."""
   import dataclasses
-  from mone import configs, results
-  cfg = configs.video_appearance()  # the zero head: the field at its default
+
+  from mone import results
+  from mone.train import recipes
+  cfg = recipes.video_appearance()  # the zero head: the field at its default
   assert cfg.model.head_zeroinit is True
   legacy = results._jsonable(cfg)
-  del legacy["model"]["head_zeroinit"]  # the config as hashed before the field existed
+  del legacy["model"]["head_zeroinit"]  # the config as hashed before these fields existed
+  del legacy["adaptive_e_c"]
   blob = json.dumps(legacy, sort_keys=True).encode()
   assert results.config_hash(cfg) == hashlib.sha256(blob).hexdigest()[:12]
   changed = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, head_zeroinit=False))
   assert results.config_hash(changed) != results.config_hash(cfg)
-  assert configs.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
+  assert recipes.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
+  fewer = recipes.apply_overrides(cfg, ["adaptive_e_c=(0.3, 0.4)"])
+  assert fewer.adaptive_e_c == (0.3, 0.4) and results.config_hash(fewer) != results.config_hash(cfg)
 
 
 def test_a_new_model_size_keeps_the_recipes_classifier_init():
   """The temporal task's recipe is a lecun_normal classifier (its zero head plateaus, notebook 04):
   switching the model variant, as the smoke profile does, must not bring the zero head back."""
-  from mone import configs
-  cfg = configs.video_temporal()
+  from mone.train import recipes
+  cfg = recipes.video_temporal()
   assert cfg.model.head_zeroinit is False
-  small = configs.apply_overrides(cfg, {"model": "tiny/8x2"})
+  small = recipes.apply_overrides(cfg, {"model": "tiny/8x2"})
   assert (small.model.head_zeroinit, small.model.num_classes, small.model.width) == (False, 8, config.vivit("tiny/8x2").width)
-  assert configs.apply_overrides(configs.video_appearance(), {"model": "tiny/8x2"}).model.head_zeroinit is True
+  assert recipes.apply_overrides(recipes.video_appearance(), {"model": "tiny/8x2"}).model.head_zeroinit is True
 
 
 def test_the_flop_counter_the_budget_and_the_training_config_import_without_flax():
   """They are arithmetic: a user (or the book's build) can use them without the model stack."""
   import subprocess
   import sys
-  code = ("import sys, mone.flops, mone.capacity, mone.configs, mone.claims; "
+  code = ("import sys, mone.flops, mone.capacity, mone.train.recipes, mone.chapters.claims; "
           "assert 'flax' not in sys.modules, sorted(m for m in sys.modules if m.startswith('flax'))")
   subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_adaptive_training_draws_only_the_configured_budgets():
+  from mone.train import recipes, steps
+  cfg = recipes.apply_overrides(recipes.smoke(), {"adaptive": True, "e_c": None, "adaptive_e_c": (0.3, 0.4)})
+  assert {steps.train_budget(cfg, s).capacities for s in range(50)} == {cfg.budget(0.3).capacities, cfg.budget(0.4).capacities}
+  paper = recipes.apply_overrides(recipes.smoke(), {"adaptive": True, "e_c": None})
+  assert paper.adaptive_e_c == recipes.ADAPTIVE_E_C  # the paper's nine budgets by default
+  with pytest.raises(ValueError, match="adaptive_e_c"):
+    recipes.apply_overrides(cfg, {"adaptive_e_c": ()})

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from mone import digits as digits_lib
-from mone import input_pipeline as ip
-from mone.digits import make_digits, token_mask
-from mone.mnist import mnist_pool
+from mone.data import digits as digits_lib
+from mone.data import pipeline as ip
+from mone.data.digits import make_digits, token_mask
+from mone.data.mnist import mnist_pool
 
 make_uncached = make_digits.__wrapped__  # determinism claims must not be served by the cache
 

@@ -2,9 +2,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from mone import capacity, config, flops, models
 from helpers import hlo_matmul_macs
+
+from mone import capacity, flops
+from mone.models import config, vit
 
 
 @pytest.mark.parametrize("variant,paper", [("S/16", 4.6), ("B/16", 17.6), ("L/16", 61.7)])
@@ -13,7 +14,7 @@ def test_published_vit_gflops(variant, paper):
 
 
 def _xla(cfg, kind, **kw):
-  m = models.make_model(cfg, kind)
+  m = vit.make_model(cfg, kind)
   x = jnp.zeros((1, cfg.image_size, cfg.image_size, cfg.channels))
   args = (kw["capacities"],) if "capacities" in kw else ()
   call_kw = {k: v for k, v in kw.items() if k in ("width_index", "drop_smallest")}

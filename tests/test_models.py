@@ -3,9 +3,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-
-from mone import capacity, config, layers, masked, models
 from helpers import randomize, set_alpha
+
+from mone import capacity
+from mone.models import config, layers, masked, vit
 
 CFG = config.vit("tiny/8", depth=3)
 X = jax.random.normal(jax.random.key(0), (2, 32, 32, 3))
@@ -13,7 +14,7 @@ TOL = dict(rtol=2e-5, atol=2e-5)
 
 
 def init(cfg=CFG, kind="mone", seed=0):
-  m = models.make_model(cfg, kind)
+  m = vit.make_model(cfg, kind)
   args = (tuple(capacity.uniform(cfg.num_experts)),) if kind == "mone" else ()
   return m, randomize(m.init(jax.random.key(seed), X, *args), seed)
 
@@ -26,7 +27,7 @@ def test_full_capacity_equals_dense_vit():
   mone, v = init()
   v = set_alpha(v, 0.0)
   got, aux = mone.apply(v, X, (0.0, 0.0, 0.0, 1.0))
-  want, _ = models.make_model(CFG, "vit").apply(dense_part(v), X)
+  want, _ = vit.make_model(CFG, "vit").apply(dense_part(v), X)
   assert np.abs(np.asarray(want)).max() > 0.1  # a real, non-trivial output
   np.testing.assert_allclose(got, want, **TOL)
   assert np.all(np.asarray(aux["assignment"]) == 3)
@@ -37,13 +38,13 @@ def test_all_tokens_on_expert_j_equals_matvit_submodel(j):
   mone, v = init()
   v = set_alpha(v, 0.0)
   got, _ = mone.apply(v, X, tuple(np.eye(4)[j]))
-  want, _ = models.make_model(CFG, "matvit").apply(dense_part(v), X, width_index=j)
+  want, _ = vit.make_model(CFG, "matvit").apply(dense_part(v), X, width_index=j)
   np.testing.assert_allclose(got, want, **TOL)
 
 
 def test_submodels_differ():
-  vit, v = init(kind="vit")
-  outs = [np.asarray(vit.apply(v, X, width_index=j)[0]) for j in range(4)]
+  model, v = init(kind="vit")
+  outs = [np.asarray(model.apply(v, X, width_index=j)[0]) for j in range(4)]
   assert all(np.abs(outs[i] - outs[i + 1]).max() > 1e-3 for i in range(3))
 
 
@@ -110,7 +111,7 @@ def test_assignment_has_exact_counts_and_aux():
   _, aux = mone.apply(v, X, caps)
   assert aux["router_probs"].shape == (2, CFG.num_tokens, 4)
   np.testing.assert_allclose(np.asarray(aux["router_probs"]).sum(-1), 1.0, rtol=1e-6)
-  from mone.routing import expert_counts
+  from mone.models.routing import expert_counts
   for a in np.asarray(aux["assignment"]):
     np.testing.assert_array_equal(np.bincount(a, minlength=4), expert_counts(caps, CFG.num_tokens))
 
@@ -118,7 +119,7 @@ def test_assignment_has_exact_counts_and_aux():
 def test_router_gets_gradients_once_alpha_moves():
   """Eq. 1 with alpha = 0: the block output is scaled by exactly 1, so dL/dW_r = 0 at the
   very first step; dL/dalpha = r * B_FFN is not, and after one update W_r learns."""
-  mone = models.make_model(CFG, "mone")
+  mone = vit.make_model(CFG, "mone")
   v = mone.init(jax.random.key(0), X, (0.25,) * 4)
   v = {"params": {**randomize(v)["params"], "alpha": jnp.float32(0.0)}}
   caps = tuple(capacity.capacity_distribution(0.4))
@@ -166,7 +167,7 @@ def test_bad_inputs_are_rejected():
   with pytest.raises(ValueError, match="sum to 1"):
     mone.apply(v, X, (0.5, 0.5, 0.5, 0.5))
   with pytest.raises(ValueError, match="kind"):
-    models.make_model(CFG, "moe")
+    vit.make_model(CFG, "moe")
 
 
 @pytest.mark.parametrize("kind", ["vit", "mone"])

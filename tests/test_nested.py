@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mone import capacity, config, models, nested, routing
+from mone import capacity
+from mone.models import config, nested, routing, vit
 
 D, DEPTH, HEADS, MLP, N = 32, 3, 2, 64, 16
 X = jax.random.normal(jax.random.key(1), (2, N, D))
@@ -69,16 +70,16 @@ def test_the_image_model_runs_its_transformer_through_the_same_code():
   cfg = config.vit("tiny/8", num_classes=10)
   images = jax.random.normal(jax.random.key(3), (2, cfg.image_size, cfg.image_size, 3))
   caps = capacity.budget("mone", 0.4, cfg.num_experts).capacities
-  vit = models.make_model(cfg, "mone")
-  params = vit.init({"params": jax.random.key(0)}, images, caps)["params"]
-  want, want_aux = vit.apply({"params": params}, images, caps)
+  model = vit.make_model(cfg, "mone")
+  params = model.init({"params": jax.random.key(0)}, images, caps)["params"]
+  want, want_aux = model.apply({"params": params}, images, caps)
 
   class Same(nn.Module):  # the encoder as a submodule, fed the ViT's own embedding and head
     @nn.compact
     def __call__(self, images):
-      x = models.PatchEmbed(cfg, name="embed")(images)
+      x = vit.PatchEmbed(cfg, name="embed")(images)
       x, _, aux = nested.NestedEncoder(**nested.fields(cfg), name="encoder")(x, caps, patch_order=False)
-      return models.Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
+      return vit.Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
   moved = {"embed": params["embed"], "head": params["head"],
            "encoder": {k: v for k, v in params.items() if k not in ("embed", "head")}}

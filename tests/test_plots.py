@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from mone import claims, plots  # noqa: E402
+from mone.chapters import claims, comparisons, plots, speed  # noqa: E402
 
 
 def test_flops_unit_avoids_offsets():
@@ -41,3 +41,108 @@ def test_claims_figure_draws_every_seed_of_the_trained_claims():
   assert sum(len(d.get_xdata()) for d in dots) == 4  # 3 + 1 seeds
   plt.close(fig)
   assert plots.claims_figure([cs[2]]) is None
+
+
+def _point(gflops, acc, e_c=None, learned=True):
+  return {"gflops": gflops, "accuracy_pct": acc, "e_c": e_c, "learned": learned, "train_e_c": e_c}
+
+
+def test_accuracy_flops_figure_draws_one_panel_per_key_with_the_dense_line():
+  curves = {("a", "ViT"): [_point(0.02, 60)], ("a", "MoNE"): [_point(0.01, 58, 0.4), _point(0.008, 55, 0.3)],
+            ("b", "ViT"): [_point(0.02, 70)], ("b", "MatViT"): [_point(0.005, 50), _point(0.02, 70)]}
+  fig = plots.accuracy_flops_figure(curves, {"a": "A", "b": "B"}, "ViT", per="clip")
+  a, b = fig.axes
+  assert [a.get_title(), b.get_title()] == ["A", "B"] and a.get_xlabel() == "inference MFLOPs per clip"
+  assert [l.get_label() for l in a.get_lines() if not l.get_label().startswith("_")] == ["ViT", "MoNE"]
+  mone = next(l for l in a.get_lines() if l.get_label() == "MoNE")
+  np.testing.assert_allclose(mone.get_xdata(), [8, 10])  # sorted by FLOPs, in MFLOPs
+  assert any(l.get_linestyle() == ":" and l.get_ydata()[0] == 70 for l in b.get_lines())  # the dense line
+  plt.close(fig)
+
+
+def test_seeds_and_adaptation_figures_plot_every_value():
+  study = {"ViT": {"accuracy_pct": [60, 62, 61], "mean": 61, "gflops": 0.02},
+           "MoNE": {"accuracy_pct": [59, 63, 60], "mean": 60.67, "gflops": 0.01}}
+  fig = plots.seeds_figure(study, "t")
+  assert sum(len(l.get_xdata()) for l in fig.axes[0].get_lines() if l.get_marker() == "o") == 6
+  plt.close(fig)
+  curves = {"Train e_c=0.4": [_point(0.01, 50, 0.3) | {"train_e_c": 0.4}, _point(0.012, 55, 0.4)],
+            "Train Adaptive": [_point(0.01, 52, 0.3) | {"train_e_c": None}, _point(0.012, 54, 0.4) | {"train_e_c": None}]}
+  fig = plots.adaptation_figure(curves, "t")
+  stars = [l for l in fig.axes[0].get_lines() if l.get_marker() == "*"]
+  assert [len(s.get_xdata()) for s in stars] == [1, 0]  # the star at the training e_c; none for adaptive
+  plt.close(fig)
+
+
+def test_token_figures_show_what_is_selected():
+  images = np.zeros((4, 8, 8, 3), np.uint8)
+  sel = {"learned": np.ones((4, 4), bool), "random": np.zeros((4, 4), bool)}
+  fig = plots.token_grid(images, sel, patch=4, masks=np.zeros((4, 8, 8)), title="t")
+  assert len(fig.axes) == 8 and fig.axes[0].get_ylabel() == "learned" and fig.axes[4].get_ylabel() == "random"
+  plt.close(fig)
+  video, full = np.zeros((2, 4, 8, 8, 3), np.uint8), np.zeros((2, 2, 4), bool)
+  full[0, 1, 2] = True
+  fig = plots.video_tokens_figure(video, full, tubelet=2, patch=4, labels=[3, 5], title="t")
+  assert len(fig.axes) == 4 and sum(len(ax.patches) for ax in fig.axes) == 1 and "label 5" in fig.axes[2].get_ylabel()
+  plt.close(fig)
+  rows = [{"router": r, "precision": p, "recall": 0.5, "iou": 0.3} for r, p in (("a", 0.6), ("b", 0.4), ("c", 0.2))]
+  fig = plots.overlap_figure(rows, "t")
+  assert len(fig.axes[0].patches) == 9
+  plt.close(fig)
+
+
+def _curves(mone_acc, vit_acc, matvit=((0.005, 40.0), (0.02, 60.0)), mod=(0.009, 50.0)):
+  return {("v", "ViT"): [_point(0.02, vit_acc)],
+          ("v", "MoNE"): [_point(0.008, mone_acc - 2, 0.3), _point(0.01, mone_acc, 0.4)],
+          ("v", "MatViT"): [_point(g, a) for g, a in matvit], ("v", "MoD"): [_point(*mod)]}
+
+
+def test_figure3_claims_decide_from_the_seed_study_and_interpolate_the_baselines():
+  study = {"ViT": {"seeds": [0, 1, 2], "accuracy_pct": [60.0, 61.0, 62.0]},
+           "MoNE e_c=0.4": {"seeds": [0, 1, 2], "accuracy_pct": [60.1, 61.2, 61.9]}}
+  out = {c["id"]: c for c in comparisons.figure3(_curves(60.0, 60.0), "v", study, 0, 1.0)}
+  assert out["fig3.mone_matches_vit"]["n_seeds"] == 3 and out["fig3.mone_matches_vit"]["verdict"] == "reproduced"
+  assert out["fig3.flops_reduction"]["measured"] == pytest.approx(2.0)
+  # MatViT interpolated at MoNE's cheapest point (8 MFLOPs): 40 + 20 * 3/15 = 44; MoNE 58 there
+  assert out["fig3.mone_beats_matvit"]["measured"] == pytest.approx(14.0)
+  assert out["fig3.mone_beats_mod"]["measured"] == pytest.approx(59.0 - 50.0)
+  assert {c["verdict"] for k, c in out.items() if k in ("fig3.mone_beats_matvit", "fig3.mone_beats_mod")} == {"inconclusive"}
+  # Without a seed study the figure's single run decides nothing; outside MatViT's range: not testable.
+  single = {c["id"]: c for c in comparisons.figure3(_curves(60.0, 60.0, matvit=((0.015, 40.0), (0.02, 60.0))), "v", {}, 0, 1.0)}
+  assert single["fig3.mone_matches_vit"]["verdict"] == "inconclusive"
+  assert single["fig3.mone_beats_matvit"]["verdict"] == "not testable"
+
+
+def test_figure4_claims_are_inconclusive_when_a_run_stayed_on_the_plateau():
+  curves = {("temporal", k.replace("ViT", "ViViT").replace("MatViT", "MatViViT")): v for (_, k), v in _curves(60.0, 60.0).items()}
+  study = {"ViViT": {"seeds": [0, 1, 2], "accuracy_pct": [60.0, 61.0, 62.0], "left_plateau_at_step": [100, 200, 300]},
+           "MoNE e_c=0.4": {"seeds": [0, 1, 2], "accuracy_pct": [60.5, 61.5, 62.5], "left_plateau_at_step": [100, None, 300]}}
+  out = {c["id"]: c for c in comparisons.figure4(curves, "temporal", "SSv2", study, 0, 1.0, 1.95)}
+  assert out["fig4.temporal.mone_no_drop"]["verdict"] == "inconclusive" and out["fig4.temporal.mone_no_drop"]["n_seeds"] == 3
+  study["MoNE e_c=0.4"]["left_plateau_at_step"][1] = 200
+  out = {c["id"]: c for c in comparisons.figure4(curves, "temporal", "SSv2", study, 0, 1.0, 1.95)}
+  assert out["fig4.temporal.mone_no_drop"]["verdict"] == "reproduced"
+  assert out["fig4.temporal.flops_reduction"]["verdict"] == "reproduced"
+
+
+def test_the_speed_chapter_draws_the_committed_benchmark_files():
+  """The chapter's figures and summaries, from the committed measurements of results/bench/."""
+  import json
+  from mone import results
+  bench = results.RESULTS / "bench"
+  full, block, matmul = (json.loads((bench / n).read_text()) for n in ("cpu.json", "cpu-block.json", "cpu-matmul.json"))
+  fig = speed.speedup_figure(full["rows"], full["machine"])
+  assert len([ax for ax in fig.axes if ax.get_visible()]) == len(speed.groups(full["rows"], "workload", "mode"))
+  plt.close(fig)
+  fig = speed.blocks_figure(block["rows"])
+  assert len(fig.axes) == len(speed.groups(block["rows"], "batch", "mode"))
+  plt.close(fig)
+  fig = speed.matmuls_figure(matmul["rows"])
+  assert len(fig.axes) == len(speed.groups(matmul["rows"], "model", "e_c"))
+  plt.close(fig)
+  assert speed.block_summary(block["rows"]) and speed.matmul_summary(matmul["rows"]) and speed.masked_summary(full["rows"])
+  checks = [{"workload": "w", "mode": "forward", "batch": 8, "e_c": 0.3, "metric": "efficiency", "target": 0.85,
+             "measured": 0.9, "strict": 0.8, "ok": False}]
+  (claim,) = speed.target_claims(checks)
+  assert claim["id"] == "speed.forward.efficiency.ec03.batch8" and claim["measured"] == 0.8 and claim["verdict"] == "not reproduced"
+  assert speed.command("small", "cpu-block.json") == "python -m mone.bench --variant S/16 --batch 8 32 --e-c 0.3 0.5 1.0 --reps 15 --block"

@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mone import capacity, config, models, pretrained
+from mone import capacity
+from mone.models import config, pretrained, vit
 
 CFG = config.vit("tiny/8", num_classes=10)  # 32 px, 8 px patches: 16 tokens
 IMAGES = jax.random.normal(jax.random.key(1), (2, CFG.image_size, CFG.image_size, 3))
@@ -77,23 +78,23 @@ def _checkpoint(tmp_path, exact_gelu=True, scanned=False):
 @pytest.mark.parametrize("scanned", [False, True], ids=["per-layer", "scanned"])
 def test_converted_vit_gives_the_checkpoints_logits(tmp_path, scanned):
   path, want = _checkpoint(tmp_path, scanned=scanned)
-  vit = models.make_model(CFG, "vit")
-  params = pretrained.load_big_vision(path, vit.init(jax.random.key(0), IMAGES)["params"])
-  got, _ = vit.apply({"params": params}, IMAGES)
+  model = vit.make_model(CFG, "vit")
+  params = pretrained.load_big_vision(path, model.init(jax.random.key(0), IMAGES)["params"])
+  got, _ = model.apply({"params": params}, IMAGES)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
 
 
 def test_big_visions_tanh_gelu_is_the_only_difference(tmp_path):
   path, want = _checkpoint(tmp_path, exact_gelu=False)
-  vit = models.make_model(CFG, "vit")
-  got, _ = vit.apply({"params": pretrained.load_big_vision(path, vit.init(jax.random.key(0), IMAGES)["params"])}, IMAGES)
+  model = vit.make_model(CFG, "vit")
+  got, _ = model.apply({"params": pretrained.load_big_vision(path, model.init(jax.random.key(0), IMAGES)["params"])}, IMAGES)
   err = float(jnp.max(jnp.abs(got - want)) / jnp.max(jnp.abs(want)))
   assert 0 < err < 1e-2, err
 
 
 def test_mone_starts_from_the_checkpoint_and_equals_it_at_full_capacity(tmp_path):
   path, want = _checkpoint(tmp_path)
-  mone = models.make_model(CFG, "mone")
+  mone = vit.make_model(CFG, "mone")
   full = (0.0, 0.0, 0.0, 1.0)
   init = mone.init(jax.random.key(0), IMAGES, full)["params"]
   params = pretrained.load_big_vision(path, init)
@@ -108,13 +109,13 @@ def test_mone_starts_from_the_checkpoint_and_equals_it_at_full_capacity(tmp_path
 def test_another_resolution_resamples_the_position_embeddings_and_other_classes_keep_the_head(tmp_path):
   path, _ = _checkpoint(tmp_path)
   big = config.vit("tiny/8", num_classes=5, image_size=64)  # 8 x 8 tokens instead of 4 x 4
-  vit = models.make_model(big, "vit")
+  model = vit.make_model(big, "vit")
   x = jnp.zeros((1, 64, 64, 3))
-  init = vit.init(jax.random.key(0), x)["params"]
+  init = model.init(jax.random.key(0), x)["params"]
   params = pretrained.load_big_vision(path, init)
   assert params["embed"]["pos_embedding"].shape == (1, 64, CFG.width)
   np.testing.assert_array_equal(params["head"]["dense"]["kernel"], init["head"]["dense"]["kernel"])
-  assert np.isfinite(np.asarray(vit.apply({"params": params}, x)[0])).all()
+  assert np.isfinite(np.asarray(model.apply({"params": params}, x)[0])).all()
   # A constant embedding stays constant under bilinear resampling; the corners are kept.
   pe = np.arange(16 * 3, dtype=np.float32).reshape(1, 16, 3)
   out = pretrained.resample_posemb(pe, 64).reshape(8, 8, 3)
@@ -126,14 +127,14 @@ def test_another_resolution_resamples_the_position_embeddings_and_other_classes_
 def test_unsupported_checkpoints_are_refused_by_name(tmp_path):
   path, _ = _checkpoint(tmp_path)
   arrays = pretrained.read_npz(path)
-  init = models.make_model(CFG, "vit").init(jax.random.key(0), IMAGES)["params"]
+  init = vit.make_model(CFG, "vit").init(jax.random.key(0), IMAGES)["params"]
   with pytest.raises(ValueError, match="class token"):
     pretrained.load_big_vision({**arrays, "cls": np.zeros((1, 1, CFG.width))}, init)
   with pytest.raises(ValueError, match="missing"):
     pretrained.load_big_vision({k: v for k, v in arrays.items() if k != "pos_embedding"}, init)
-  deeper = models.make_model(config.vit("tiny/8", num_classes=10, depth=3), "vit").init(jax.random.key(0), IMAGES)["params"]
+  deeper = vit.make_model(config.vit("tiny/8", num_classes=10, depth=3), "vit").init(jax.random.key(0), IMAGES)["params"]
   with pytest.raises(ValueError, match="blocks"):
     pretrained.load_big_vision(arrays, deeper)
-  wider = models.make_model(config.vit("tiny/8", num_classes=10, width=64, num_heads=2), "vit")
+  wider = vit.make_model(config.vit("tiny/8", num_classes=10, width=64, num_heads=2), "vit")
   with pytest.raises(ValueError, match="does not match"):
     pretrained.load_big_vision(arrays, wider.init(jax.random.key(0), IMAGES)["params"])

@@ -18,10 +18,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import randomize, set_alpha
 from hypothesis import strategies as st
 
-from mone import capacity, config, configs, input_pipeline, models, routing, train
-from helpers import randomize, set_alpha
+from mone import capacity
+from mone.data import pipeline, sources
+from mone.models import config, routing, vit
+from mone.train import loop, recipes
 
 REPO = Path(__file__).resolve().parent.parent
 PROPS = hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
@@ -94,11 +97,11 @@ def test_full_width_routing_equals_the_dense_vit(e, heads, mult, depth, router_l
                    router_layer=min(router_layer, depth - 1))
   x = jax.random.normal(jax.random.key(seed), (2, 32, 32, 3))
   full = (0.0,) * (e - 1) + (1.0,)
-  mone = models.make_model(cfg, "mone")
+  mone = vit.make_model(cfg, "mone")
   v = set_alpha(randomize(mone.init(jax.random.key(seed), x, full), seed), 0.0)
   dense_params = {k: p for k, p in v["params"].items() if not k.startswith("router") and k != "alpha"}
   got = mone.apply(v, x, full)[0]
-  want = models.make_model(cfg, "vit").apply({"params": dense_params}, x)[0]
+  want = vit.make_model(cfg, "vit").apply({"params": dense_params}, x)[0]
   assert np.abs(np.asarray(want)).max() > 0.05
   np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
 
@@ -109,7 +112,7 @@ def test_full_width_routing_equals_the_dense_vit(e, heads, mult, depth, router_l
 def tiny(**overrides):
   base = dict(steps=6, num_train=128, num_test=64, batch_size=16, eval_batch_size=64,
               warmup_steps=2, log_every=2, checkpoint_every=3, num_devices=1)
-  return configs.apply_overrides(configs.smoke(), {**base, **overrides})
+  return recipes.apply_overrides(recipes.smoke(), {**base, **overrides})
 
 
 VOLATILE = ("wall_time_s", "peak_rss_mib")
@@ -119,15 +122,15 @@ VOLATILE = ("wall_time_s", "peak_rss_mib")
 def finished(tmp_path_factory):
   """One finished tiny run (checkpoints at steps 3 and 6): (metrics, workdir)."""
   work = tmp_path_factory.mktemp("finished")
-  return train.train(tiny(), work, progress=False), work
+  return loop.train(tiny(), work, progress=False), work
 
 
 def test_same_config_and_seed_give_identical_metrics(tmp_path, finished):
   a = finished[0]
-  b = train.train(tiny(), tmp_path / "b", progress=False)
+  b = loop.train(tiny(), tmp_path / "b", progress=False)
   strip = lambda m: json.loads(json.dumps({k: v for k, v in m.items() if k not in VOLATILE}, default=str))
   assert strip(a) == strip(b)  # bit for bit: every loss, every accuracy
-  assert a["history"] != train.train(tiny(seed=1), tmp_path / "c", progress=False)["history"]
+  assert a["history"] != loop.train(tiny(seed=1), tmp_path / "c", progress=False)["history"]
   # Every results file records what produced it.
   assert {"seed", "config_hash", "versions", "device"} <= set(a)
   assert {"jax", "flax", "optax", "numpy", "mone", "python"} <= set(a["versions"])
@@ -197,7 +200,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_good_one(tmp_path,
       p.write_bytes(b"\x00garbage" * 16)
     else:
       p.unlink()
-  got = train.train(tiny(), work, progress=False)
+  got = loop.train(tiny(), work, progress=False)
   assert "checkpoint at step 6 is corrupt or incomplete" in capsys.readouterr().err
   assert got["resumed_from_step"] == 3
   assert got["history"] == ref["history"] and got["evals"] == ref["evals"]
@@ -205,7 +208,7 @@ def test_damaged_latest_checkpoint_falls_back_to_the_previous_good_one(tmp_path,
 
 def test_diverging_training_stops_with_a_clear_error_and_no_metrics(tmp_path):
   with pytest.raises(FloatingPointError, match="loss became .* at step"):
-    train.train(tiny(lr=1e30, grad_clip=1e30, steps=12, log_every=1), tmp_path, progress=False)
+    loop.train(tiny(lr=1e30, grad_clip=1e30, steps=12, log_every=1), tmp_path, progress=False)
   assert not (tmp_path / "metrics.json").exists()
 
 
@@ -217,14 +220,14 @@ def test_nan_or_inf_inputs_are_rejected_by_the_source():
   x[1, 2, 3, 0] = np.nan
   x[2, 0, 0, 1] = np.inf
   with pytest.raises(ValueError, match=r"arrays\['image'\] has 2 NaN or Inf values"):
-    input_pipeline.ArraySource({"image": x, "label": np.zeros(4, np.int32)})
+    pipeline.ArraySource({"image": x, "label": np.zeros(4, np.int32)})
 
 
 def test_nan_inputs_route_the_finite_tokens_as_before():
   """The documented guard: a token whose router scores are NaN (from a NaN pixel) becomes the
   least preferred; every other token keeps the routing it had."""
   cfg = config.vit("tiny/8")
-  m = models.make_model(cfg, "mone")
+  m = vit.make_model(cfg, "mone")
   x = jax.random.normal(jax.random.key(0), (1, 32, 32, 3))
   v = randomize(m.init(jax.random.key(0), x, (0.25,) * 4))
   caps = (0.25, 0.25, 0.25, 0.25)
@@ -245,7 +248,7 @@ def test_nan_inputs_route_the_finite_tokens_as_before():
                                           ((2, 16, 16, 3), "images must have shape")])
 def test_images_of_the_wrong_size_or_channels(shape, match):
   cfg = config.vit("tiny/8")
-  m = models.make_model(cfg, "vit")
+  m = vit.make_model(cfg, "vit")
   with pytest.raises(ValueError, match=match):
     m.init(jax.random.key(0), jnp.zeros(shape))
 
@@ -265,13 +268,13 @@ def test_cli_rejects_bad_values_before_writing(tmp_path, args, message):
 
 
 def test_data_dir_without_the_dataset_names_it(tmp_path):
-  cfg = configs.get_config("imagenet21k", [f"data_dir={tmp_path}"])
+  cfg = recipes.get_config("imagenet21k", [f"data_dir={tmp_path}"])
   with pytest.raises(Exception, match="imagenet21k|data_dir|not found|No such"):
-    train.data_sources(cfg)
+    sources.data_sources(cfg)
 
 
 def test_paper_configs_build_without_data_dir_and_fail_clearly_at_data():
   for name in ("imagenet21k", "imagenet1k", "ssv2", "kinetics400"):
-    cfg = configs.get_config(name)
+    cfg = recipes.get_config(name)
     with pytest.raises(ValueError, match="set data_dir=PATH"):
-      train.check_data(cfg)
+      sources.check_data(cfg)

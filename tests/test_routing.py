@@ -2,7 +2,8 @@ import jax
 import numpy as np
 import pytest
 
-from mone import capacity, routing
+from mone import capacity
+from mone.models import routing
 
 
 def epr_numpy(r, c):

@@ -8,7 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from mone import configs, flops, train
+from mone import flops
+from mone.models import vit
+from mone.train import checkpoints, evaluation, loop, recipes, steps
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -17,7 +19,7 @@ def tiny(**overrides):
   """The smoke config, shrunk further for fast checks of every training mode."""
   base = dict(steps=6, num_train=128, num_test=64, batch_size=16, eval_batch_size=64,
               warmup_steps=2, log_every=2, checkpoint_every=3, num_devices=1)
-  return configs.apply_overrides(configs.smoke(), {**base, **overrides})
+  return recipes.apply_overrides(recipes.smoke(), {**base, **overrides})
 
 
 @pytest.mark.parametrize("overrides", [
@@ -27,10 +29,10 @@ def tiny(**overrides):
     {"kind": "mone", "model.num_routers": 2, "model.router_layer": 0}])
 def test_every_model_trains_with_the_same_loop(tmp_path, overrides):
   cfg = tiny(**overrides)
-  m = train.train(cfg, tmp_path, progress=False)
+  m = loop.train(cfg, tmp_path, progress=False)
   assert m["train_steps"] == cfg.steps and len(m["history"]) == cfg.steps // 2
   assert all(np.isfinite(l) for _, l in m["history"])
-  assert len(m["evals"]) == len(train.eval_points(cfg)) and all(0 <= e["accuracy"] <= 1 for e in m["evals"])
+  assert len(m["evals"]) == len(evaluation.eval_points(cfg)) and all(0 <= e["accuracy"] <= 1 for e in m["evals"])
   if cfg.kind == "matvit":
     assert [e["width_index"] for e in m["evals"]] == [0, 1, 2, 3]
     assert m["evals"][0]["gflops"] < m["evals"][3]["gflops"]
@@ -41,24 +43,24 @@ def test_every_model_trains_with_the_same_loop(tmp_path, overrides):
 def test_iso_flops_trains_longer_by_the_flop_ratio():
   cfg = tiny(kind="mone", e_c=0.3, iso_flops=True)
   ratio = flops.gflops(cfg.model, "vit") / flops.gflops(cfg.model, "mone", 0.3)
-  assert train.num_train_steps(cfg) == int(np.ceil(cfg.steps * ratio))
-  assert train.num_train_steps(dataclasses.replace(cfg, iso_flops=False)) == cfg.steps
+  assert steps.num_train_steps(cfg) == int(np.ceil(cfg.steps * ratio))
+  assert steps.num_train_steps(dataclasses.replace(cfg, iso_flops=False)) == cfg.steps
 
 
 def test_mone_finetunes_from_matvit(tmp_path):
-  train.train(tiny(kind="matvit"), tmp_path / "matvit", progress=False)
-  loaded = train.load_params(tmp_path / "matvit")
+  loop.train(tiny(kind="matvit"), tmp_path / "matvit", progress=False)
+  loaded = checkpoints.load_params(tmp_path / "matvit")
   cfg = tiny(kind="mone", init_from=str(tmp_path / "matvit"), steps=2)
-  model = train.models.make_model(cfg.model, "mone")
-  params = train.init_params(cfg, model, np.zeros((1, 32, 32, 3), np.float32))
+  model = vit.make_model(cfg.model, "mone")
+  params = steps.init_params(cfg, model, np.zeros((1, 32, 32, 3), np.float32))
   np.testing.assert_array_equal(params["block_0"]["qkv_kernel"], loaded["block_0"]["qkv_kernel"])
   assert float(params["alpha"]) == 0.0 and "router_0" in params
 
 
 def test_one_device_and_eight_devices_agree(tmp_path):
   assert jax.device_count() == 8, "conftest forces 8 CPU devices"
-  one = train.train(tiny(num_devices=1, batch_size=32, steps=8), tmp_path / "one", progress=False)
-  eight = train.train(tiny(num_devices=8, batch_size=32, steps=8), tmp_path / "eight", progress=False)
+  one = loop.train(tiny(num_devices=1, batch_size=32, steps=8), tmp_path / "one", progress=False)
+  eight = loop.train(tiny(num_devices=8, batch_size=32, steps=8), tmp_path / "eight", progress=False)
   np.testing.assert_allclose([l for _, l in one["history"]], [l for _, l in eight["history"]],
                              rtol=1e-4, atol=1e-5)
 
@@ -70,8 +72,8 @@ def _cli(workdir, *extra):
 
 def test_rerun_of_finished_run_does_no_training(tmp_path):
   cfg = tiny()
-  first = train.train(cfg, tmp_path, progress=False)
-  second = train.train(cfg, tmp_path, progress=False)
+  first = loop.train(cfg, tmp_path, progress=False)
+  second = loop.train(cfg, tmp_path, progress=False)
   assert second["resumed_from_step"] == cfg.steps
   assert first["accuracy"] == second["accuracy"] and first["history"] == second["history"]
 
@@ -90,36 +92,37 @@ def test_cli_rejects_bad_overrides_before_writing(tmp_path, args, message):
 
 def test_unknown_config_name():
   with pytest.raises(ValueError, match="unknown config 'smok'"):
-    configs.get_config("smok")
+    recipes.get_config("smok")
 
 
 def tiny_video(**overrides):
   base = dict(steps=4, num_train=64, num_test=32, batch_size=16, eval_batch_size=32, warmup_steps=1,
               log_every=2, checkpoint_every=4, num_devices=1, **{"model": "tiny/8x2"})
-  return configs.apply_overrides(configs.video_temporal(), {**base, **overrides})
+  return recipes.apply_overrides(recipes.video_temporal(), {**base, **overrides})
 
 
 @pytest.mark.parametrize("kind", ["vit", "matvit", "mone"])
 def test_video_models_train_with_the_same_loop(tmp_path, kind):
   cfg = tiny_video(kind=kind)
   assert cfg.model.num_classes == 8 and cfg.model.name == "tiny/8x2"
-  m = train.train(cfg, tmp_path, progress=False)
-  assert len(m["evals"]) == len(train.eval_points(cfg)) and np.isfinite(m["final_loss"])
+  m = loop.train(cfg, tmp_path, progress=False)
+  assert len(m["evals"]) == len(evaluation.eval_points(cfg)) and np.isfinite(m["final_loss"])
   want = {"vit": flops.gflops(cfg.model, "vit"), "mone": flops.gflops(cfg.model, "mone", cfg.e_c),
           "matvit": flops.gflops(cfg.model, "matvit", 1 / 8)}[kind]  # MatViT reports width 0 first
   assert m["gflops"] == pytest.approx(want)
 
 
 def test_multiclip_evaluation_averages_clips():
-  from mone import video_data
+  from mone.data import video
+  from mone.train import evaluation, steps
   cfg = tiny_video(kind="mone")
-  model = train.build_model(cfg)
-  params = train.init_params(cfg, model, np.zeros(train.input_shape(cfg), np.float32))
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
   clips = np.random.default_rng(0).integers(0, 255, (8, 3, 8, 32, 32, 3), dtype=np.uint8)
   labels = np.arange(8, dtype=np.int32) % 8
-  multi = train.evaluate(cfg, model, params, video_data.ClipArraySource({"video": clips, "label": labels}),
+  multi = evaluation.evaluate(cfg, model, params, video.ClipArraySource({"video": clips, "label": labels}),
                          e_c=0.4, batch_size=8)
-  single = train.evaluate(cfg, model, params, video_data.ClipArraySource({"video": clips[:, 0], "label": labels}),
+  single = evaluation.evaluate(cfg, model, params, video.ClipArraySource({"video": clips[:, 0], "label": labels}),
                           e_c=0.4, batch_size=8)
   assert multi["num_examples"] == single["num_examples"] == 8
   assert multi["gflops"] == single["gflops"]  # FLOPs are per clip
@@ -127,7 +130,7 @@ def test_multiclip_evaluation_averages_clips():
 
 def test_video_config_checks():
   with pytest.raises(ValueError, match="dataset=digits needs a ViTConfig"):
-    configs.apply_overrides(configs.video_temporal(), {"model": "XS/4x2", "dataset": "digits"})
+    recipes.apply_overrides(recipes.video_temporal(), {"model": "XS/4x2", "dataset": "digits"})
   with pytest.raises(ValueError, match="image-only"):
     tiny_video(kind="mod")
   with pytest.raises(ValueError, match="8 classes"):
@@ -137,7 +140,8 @@ def test_video_config_checks():
 def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_path, monkeypatch, capsys):
   """A fresh clone has the committed run file but no checkpoint: the weights are retrained,
   and if they differ from the run file's (another device), the notebook output says so."""
-  from mone import experiments, results
+  from mone import results
+  from mone.chapters import experiments
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   cfg = tiny(kind="vit")

@@ -8,9 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-from mone import mnist
-from mone import moving_digits as md
-from mone import video_data
+from mone.data import mnist
+from mone.data import moving_digits as md
+from mone.data import video as video_data
 
 TASKS = tuple(md.NUM_CLASSES)
 

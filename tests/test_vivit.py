@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-
-from mone import capacity, config, flops, masked, routing, vivit
 from helpers import hlo_matmul_macs, randomize, set_alpha
+
+from mone import capacity, flops
+from mone.models import config, masked, routing, vivit
 
 CFG = config.vivit("tiny/8x2")  # 4 temporal indices x 16 tokens, width 32, 2 + 1 layers
 X = jax.random.normal(jax.random.key(0), (2, 8, 32, 32, 3))
@@ -142,7 +143,7 @@ def test_all_tokens_on_expert_j_equals_matvivit_submodel(j):
 
 
 def masked_reference(v, cfg, video, caps, drop_smallest=False):
-  """The naive MoNE-ViViT: full-width compute with per-token masks (mone.masked's block),
+  """The naive MoNE-ViViT: full-width compute with per-token masks (mone.models.masked's block),
   original token order, the spatial CLS token at index 0 with width D."""
   p = v["params"]
   x = vivit.TubeletEmbed(cfg).apply({"params": p["embed"]}, video)  # [B T', N, D]
@@ -300,14 +301,14 @@ def test_zero_head_gives_the_backbone_no_gradient_at_init(video):
   """Why head_zeroinit=False exists: with the zero classifier every gradient below it is
   exactly zero at step 0 (the plateau of notebook 04); lecun_normal gives them one. Only the
   head kernel's initialisation differs between the two."""
-  from mone import models
+  from mone.models import vit
   cfg, x = (CFG, X[:, :, :16, :16]) if video else (config.vit("tiny/8", depth=2), X[:, 0, :16, :16])
   cfg = dataclasses.replace(cfg, image_size=16)
   labels = jnp.arange(2)
   grads, params = {}, {}
   for zero in (True, False):
     c = dataclasses.replace(cfg, head_zeroinit=zero)
-    m = vivit.make_video_model(c, "vit") if video else models.make_model(c, "vit")
+    m = vivit.make_video_model(c, "vit") if video else vit.make_model(c, "vit")
     p = m.init(jax.random.key(0), x)["params"]
     loss = lambda p: optax.softmax_cross_entropy_with_integer_labels(m.apply({"params": p}, x)[0], labels).mean()
     params[zero], grads[zero] = p, jax.grad(loss)(p)

@@ -9,15 +9,15 @@ window with a random resized crop (and an optional flip); evaluation takes
 `num_clips` evenly spaced windows with one central crop each and the model averages
 its predictions over them ("8x1" = 8 temporal clips x 1 spatial crop, Sec. 5).
 """
-from concurrent import futures
 import contextlib
 import io
 import os
+from concurrent import futures
 
 import numpy as np
 from PIL import Image
 
-from mone import moving_digits
+from mone.data import moving_digits
 
 CROP_AREA = (0.3, 1.0)  # random resized crop: fraction of the frame's area kept
 CROP_ASPECT = (3 / 4, 4 / 3)
@@ -32,8 +32,8 @@ def _to_float(video: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------
 def _raw_records(name: str, split: str, data_dir: str):
   """Random access to a split's serialized tf.train.Example records (TensorFlow-free)."""
-  from etils import epath
   import tensorflow_datasets as tfds  # optional dependency ('data' extra)
+  from etils import epath
 
   missing = FileNotFoundError(
       f"No prepared TFDS dataset {name!r} in data_dir={data_dir!r}: prepare it there first "

@@ -13,10 +13,12 @@ Profiles:
   a video run 15-27 min (the committed appearance-task runs were trained on a GPU; see the README).
 - paper: the paper's models and datasets through TFDS (set data_dir; needs accelerators).
 """
+import dataclasses
 import os
 from pathlib import Path
 
-from mone import configs, results
+from mone import results
+from mone.train import recipes
 
 PROFILES = ("smoke", "small", "paper")
 
@@ -25,6 +27,43 @@ def check_profile(profile: str) -> str:
   if profile not in PROFILES:
     raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
   return profile
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+  """What a profile's chapters train and evaluate at: every grid of budgets (e_c) and router
+  settings, defined once here rather than in the notebooks. A notebook reads `grid(profile)`."""
+  eval_e_c: tuple           # every MoNE run is evaluated at these (Figure 5's grid); it holds every
+                            # training e_c below, so each model is evaluated at the others' budgets
+  image_e_c: tuple          # Figure 3's MoNE curve on images (Figure 6 compares against it)
+  video_e_c: dict           # Figure 4's, per video task
+  adapt_image_e_c: tuple    # Figure 5a's models trained at one e_c
+  adapt_video_e_c: tuple    # Figure 5b's
+  random_router_e_c: tuple  # Figure 6c: learned against random router
+  router_layers: tuple      # Figure 6a: the layer the router sits before
+  router_counts: tuple      # Figure 6b: routers, evenly spaced from layer 0
+
+
+# smoke trains and evaluates at 0.3 and 0.4 only, so that CI compiles few programs.
+GRIDS = {
+    "smoke": Grid(eval_e_c=(0.3, 0.4), image_e_c=(0.3, 0.4), video_e_c={"appearance": (0.4,), "temporal": (0.3, 0.4)},
+                  adapt_image_e_c=(0.3, 0.4), adapt_video_e_c=(0.3, 0.4), random_router_e_c=(0.3, 0.4),
+                  router_layers=(0, 1), router_counts=(1, 2)),
+    "small": Grid(eval_e_c=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), image_e_c=(0.2, 0.3, 0.4, 0.6),
+                  video_e_c={"appearance": (0.4,), "temporal": (0.3, 0.4)}, adapt_image_e_c=(0.2, 0.4, 0.6),
+                  adapt_video_e_c=(0.3, 0.4), random_router_e_c=(0.2, 0.3, 0.4),
+                  router_layers=(0, 1, 2), router_counts=(1, 2, 4)),
+    "paper": Grid(eval_e_c=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), image_e_c=(0.2, 0.3, 0.4, 0.6),
+                  video_e_c={"appearance": (0.3, 0.4, 0.5), "temporal": (0.3, 0.4, 0.5)},
+                  adapt_image_e_c=(0.2, 0.4, 0.6), adapt_video_e_c=(0.3, 0.4, 0.5),
+                  random_router_e_c=(0.2, 0.3, 0.4, 0.6), router_layers=(0, 1, 2, 3, 4),
+                  router_counts=(1, 2, 3, 6, 12)),
+}
+
+
+def grid(profile: str) -> Grid:
+  """The grids of a profile (see `Grid`)."""
+  return GRIDS[check_profile(profile)]
 
 
 PARAMETERS = ("profile", "seed", "recompute", "data_dir")  # every notebook's papermill parameters
@@ -50,24 +89,28 @@ def cache_root() -> Path:
   return Path(os.environ.get("MONE_CACHE_DIR", results.REPO / ".cache"))
 
 
-def image_config(profile: str, data_dir: str = "", **overrides) -> configs.TrainConfig:
+# An adaptive smoke run samples two budgets, not nine: each distinct budget compiles a train step.
+SMOKE_ADAPTIVE = {"adaptive_e_c": (0.3, 0.4)}
+
+
+def image_config(profile: str, data_dir: str = "", **overrides) -> recipes.TrainConfig:
   """The image-classification base config of a profile, with overrides (e.g. kind, e_c)."""
   check_profile(profile)
   if profile == "smoke":
-    base = configs.smoke()
+    base = recipes.smoke()
     overrides = {"steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 256,
-                 "num_test": 128, **overrides}
+                 "num_test": 128, **SMOKE_ADAPTIVE, **overrides}
   elif profile == "small":
-    base = configs.digits()
+    base = recipes.digits()
   else:
-    base = configs.apply_overrides(configs.imagenet21k(), {"data_dir": data_dir})
-  return configs.apply_overrides(base, {"num_devices": 1, **overrides} if profile != "paper" else overrides)
+    base = recipes.apply_overrides(recipes.imagenet21k(), {"data_dir": data_dir})
+  return recipes.apply_overrides(base, {"num_devices": 1, **overrides} if profile != "paper" else overrides)
 
 
 TASKS = ("temporal", "appearance")  # the embedded video tasks: SSv2's and Kinetics-400's stand-ins
 
 
-def video_config(profile: str, task: str, data_dir: str = "", **overrides) -> configs.TrainConfig:
+def video_config(profile: str, task: str, data_dir: str = "", **overrides) -> recipes.TrainConfig:
   """The video-classification base config of a profile and task, with overrides.
 
   small: XS/4x2 ViViT on the embedded moving digits ('temporal': motion order, as SSv2;
@@ -76,23 +119,23 @@ def video_config(profile: str, task: str, data_dir: str = "", **overrides) -> co
   if task not in TASKS:
     raise ValueError(f"task must be one of {TASKS}, got {task!r}")
   if profile == "paper":
-    base = {"temporal": configs.ssv2, "appearance": configs.kinetics400}[task]()
-    return configs.apply_overrides(base, {"data_dir": data_dir, **overrides})
-  base = {"temporal": configs.video_temporal, "appearance": configs.video_appearance}[task]()
+    base = {"temporal": recipes.ssv2, "appearance": recipes.kinetics400}[task]()
+    return recipes.apply_overrides(base, {"data_dir": data_dir, **overrides})
+  base = {"temporal": recipes.video_temporal, "appearance": recipes.video_appearance}[task]()
   if profile == "smoke":
     overrides = {"name": f"smoke_{base.name}", "model": "tiny/8x2", "model.num_frames": 6,
                  "steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 128,
-                 "num_test": 64, "batch_size": 16, "eval_batch_size": 64, **overrides}
-  return configs.apply_overrides(base, {"num_devices": 1, **overrides})
+                 "num_test": 64, "batch_size": 16, "eval_batch_size": 64, **SMOKE_ADAPTIVE, **overrides}
+  return recipes.apply_overrides(base, {"num_devices": 1, **overrides})
 
 
-def workdir(cfg: configs.TrainConfig) -> Path:
+def workdir(cfg: recipes.TrainConfig) -> Path:
   return cache_root() / "workdirs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}"
 
 
-def run(cfg: configs.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
+def run(cfg: recipes.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
   """Metrics of a finished run of cfg: from results/runs/ if there, else trains it."""
-  from mone import train
+  from mone.train import loop
   path = run_path(cfg)
   if path.exists() and not recompute:
     return results.read_json(path)
@@ -100,33 +143,33 @@ def run(cfg: configs.TrainConfig, recompute: bool = False, progress: bool = True
   if recompute and (wd / "metrics.json").exists():
     import shutil
     shutil.rmtree(wd)
-  metrics = train.train(cfg, wd, progress=progress)
+  metrics = loop.train(cfg, wd, progress=progress)
   results.atomic_write_json(path, metrics)
   return results.read_json(path)
 
 
-def run_path(cfg: configs.TrainConfig) -> Path:
+def run_path(cfg: recipes.TrainConfig) -> Path:
   """The metrics file of cfg's finished run (committed for the small profile)."""
   return results_root() / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
 
 
-def trained_params(cfg: configs.TrainConfig, recompute: bool = False):
+def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   """Final parameters of cfg's run, training it first if no checkpoint is at hand.
 
   Run files are committed, checkpoints are not: on a fresh clone the weights are retrained
   here, possibly on another kind of device than the run file's, and training is only
   reproducible bit for bit on one device. If the retrained accuracy differs from the run
   file's, a note says so: figures drawn from these weights describe this retraining."""
-  from mone import train
+  from mone.train import checkpoints, loop
   wd = workdir(cfg)
   if recompute or not (wd / "metrics.json").exists():
-    fresh = train.train(cfg, wd, progress=True)
+    fresh = loop.train(cfg, wd, progress=True)
     path = run_path(cfg)
     if path.exists() and (old := results.read_json(path))["accuracy"] != fresh["accuracy"]:
       print(f"note: {cfg.name} ({cfg.kind}) was retrained on {fresh['device']['kind']} for its weights: "
             f"{100 * fresh['accuracy']:.1f}% accuracy, vs {100 * old['accuracy']:.1f}% in {path.name} "
             f"(trained on {old.get('device', {}).get('kind', 'an unrecorded device')})")
-  return train.load_params(wd)
+  return checkpoints.load_params(wd)
 
 
 def save_figure(fig, notebook: str, name: str) -> list[Path]:

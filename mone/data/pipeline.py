@@ -20,7 +20,7 @@ from concurrent import futures
 import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
 
-from mone import digits as digits_lib
+from mone.data import digits as digits_lib
 
 _MIXUP_TAG = 0x6D6978  # 'mix': keeps the mixup stream apart from other [seed, ...] streams
 
@@ -52,7 +52,7 @@ class ArraySource:
 
 def digits_sources(image_size: int = 48, num_train: int = 10000, num_test: int = 2000,
                    seed: int = 0) -> tuple[ArraySource, ArraySource]:
-  """(train, test) sources of the embedded cluttered-digits dataset (`mone.digits`)."""
+  """(train, test) sources of the embedded cluttered-digits dataset (`mone.data.digits`)."""
   return (ArraySource(digits_lib.make_digits("train", num_train, image_size, seed)),
           ArraySource(digits_lib.make_digits("test", num_test, image_size, seed)))
 

@@ -4,7 +4,7 @@
 in which a router and Expert Preferred Routing (Algorithm 1) send each token to one of E nested
 experts, the first D/2^(E-1), ..., D/2, D features of the same weights, and Eq. 1's multiplier
 (alpha r + 1) scales each token's MLP update. Tokens that must always run at full width and
-that no router should see (a CLS token) go in `full`. `mone.models.ViT` and `mone.vivit.ViViT`
+that no router should see (a CLS token) go in `full`. `mone.models.vit.ViT` and `mone.models.vivit.ViViT`
 run their transformer through `encode`, the function behind the module, so a user's model and
 the reproduction's share one implementation::
 
@@ -23,13 +23,13 @@ expert only reads and writes the first d_j features of its tokens, each group ca
 those ([B, n_j, d_j]) and the untouched tail is re-attached at the end (`ungroup`). Every
 projection is a plain matmul per group with a sliced weight: no masking, padding or scatter.
 """
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 
 from mone import capacity as capacity_lib
-from mone import routing
-from mone.layers import Block, split_groups
+from mone.models import routing
+from mone.models.layers import Block, split_groups
 
 ROUTERS = ("learned", "random")
 
@@ -126,7 +126,7 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
 
 
 def fields(cfg) -> dict:
-  """The `encode` / `NestedEncoder` fields of a `mone.config` ViT or ViViT config (for a
+  """The `encode` / `NestedEncoder` fields of a `mone.models.config` ViT or ViViT config (for a
   ViViT, its spatial transformer)."""
   return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
               num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router)
@@ -136,7 +136,7 @@ class NestedEncoder(nn.Module):
   """Nested-expert transformer layers over a [batch, tokens, D] sequence: the MoNE encoder
   (Sec. 4) as a module to put into your own model. See `encode` for the call.
 
-  Parameters: 'block_{l}' (one `mone.layers.Block` per layer, the same layout as a dense ViT's,
+  Parameters: 'block_{l}' (one `mone.models.layers.Block` per layer, the same layout as a dense ViT's,
   so a dense checkpoint's blocks load as they are), 'router_{r}' (Dense D -> E per router) and
   'alpha' (Eq. 1) once routed. With capacities=(0, ..., 0, 1) every token runs at full width,
   and the output equals the dense layers' (Eq. 1's factor aside, which is 1 at alpha = 0).

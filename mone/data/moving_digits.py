@@ -33,7 +33,7 @@ import functools
 
 import numpy as np
 
-from mone.mnist import mnist_pool
+from mone.data.mnist import mnist_pool
 
 NUM_CLASSES = {"appearance": 10, "temporal": 8}
 CLASS_NAMES = {

@@ -265,7 +265,7 @@ def _title(chapter: str) -> str:
 
 def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/") -> str:
   """The landing page's verdict section: every claim of every chapter, grouped by chapter, each
-  id linking to its chapter. Generated, never typed: `python -m mone.claims book/verdicts.md`."""
+  id linking to its chapter. Generated, never typed: `python -m mone.chapters.claims book/verdicts.md`."""
   chapters = load(root)
   everything = [c for cs in chapters.values() for c in cs]
   out = [f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` "

@@ -16,7 +16,7 @@ import numpy as np
 import skimage.data
 from PIL import Image
 
-from mone.mnist import mnist_pool
+from mone.data.mnist import mnist_pool
 
 # skimage.data images that ship in the wheel (no fetch): CC0 or public domain.
 _PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field",

@@ -22,8 +22,8 @@ PAPER_SIZES = ("S", "B", "L")
 ROUTERS = ("learned", "random")
 
 
-KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.make_model)
-VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense ViViT (mone.vivit)
+KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.vit.make_model)
+VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense ViViT (mone.models.vivit)
 
 
 def _added(default):

@@ -6,10 +6,11 @@ trace time and the routed model has static shapes under jit.
 """
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mone import capacity as capacity_lib
-from mone.capacity import expert_counts  # re-exported: the token counts EPR fills per expert
+from mone.capacity import (
+  expert_counts,  # re-exported: the token counts EPR fills per expert
+)
 
 
 def expert_preferred_routing(router_probs: jax.Array, capacities) -> jax.Array:

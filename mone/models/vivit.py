@@ -21,19 +21,19 @@ compute can be saved. The MatViViT sub-models treat it the same way (patch token
 CLS at D), so MoNE with every token on expert j is exactly MatViViT j. Its cost,
 1/(N+1) of a spatial block's projections (0.4% at N = 256), is counted in `mone.flops`.
 
-The spatial transformer is `mone.nested.encode`, the drop-in nested encoder `mone.models.ViT`
+The spatial transformer is `mone.models.nested.encode`, the drop-in nested encoder `mone.models.vit.ViT`
 runs too (tokens permuted into expert order once per router, one static [B T', n_j, d_j]
 slice per expert), with the CLS token as its full-width, unrouted `full` token.
 """
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 import numpy as np
 
-from mone import nested
-from mone.config import VIDEO_KINDS as KINDS, ViViTConfig
-from mone.layers import Block, head_kernel_init
-
+from mone.models import nested
+from mone.models.config import VIDEO_KINDS as KINDS
+from mone.models.config import ViViTConfig
+from mone.models.layers import Block, head_kernel_init
 
 
 class TubeletEmbed(nn.Module):
@@ -84,7 +84,7 @@ class ViViT(nn.Module):
       [B, T', N] (patch order) of the first router. drop_smallest=True runs the smallest
       expert at width 0 (MoD-greedy, Table 1).
 
-  Parameter names follow `mone.models.ViT` where the roles match ('block_l', 'router_r',
+  Parameter names follow `mone.models.vit.ViT` where the roles match ('block_l', 'router_r',
   'alpha'), so a MatViViT checkpoint initialises MoNE-ViViT directly. The random router
   (config.router='random') needs rngs={'routing': key}.
   """
@@ -127,7 +127,7 @@ def make_video_model(config: ViViTConfig, kind: str) -> nn.Module:
   """The Flax module for kind 'vit' (dense ViViT), 'matvit' (same module; pick
   width_index) or 'mone'."""
   if not isinstance(config, ViViTConfig):
-    raise ValueError(f"config must be a ViViTConfig (mone.config.vivit(...)), got {type(config).__name__}")
+    raise ValueError(f"config must be a ViViTConfig (mone.models.config.vivit(...)), got {type(config).__name__}")
   if kind in ("vit", "matvit"):
     return ViViT(config)
   if kind == "mone":

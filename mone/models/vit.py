@@ -5,18 +5,16 @@ appendix Eqs. 4-8; Dosovitskiy et al. (2021) for ViT; Raposo et al. (2024) for M
 
 All four share one parameter layout (MoNE adds `router_*` and `alpha`, MoD adds
 `mod_router_*`), so a MatViT checkpoint initialises MoNE directly. ViT, MatViT and MoNE run
-their transformer through `mone.nested.encode`, the drop-in nested-expert encoder (how MoNE
-runs fast is described there); the blocks are `mone.layers.Block`.
+their transformer through `mone.models.nested.encode`, the drop-in nested-expert encoder (how MoNE
+runs fast is described there); the blocks are `mone.models.layers.Block`.
 """
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
-import numpy as np
 
-from mone import nested
-from mone.config import KINDS, ViTConfig, mod_tokens
-from mone.layers import Block, Head, PatchConv
-
+from mone.models import nested
+from mone.models.config import KINDS, ViTConfig, mod_tokens
+from mone.models.layers import Block, Head, PatchConv
 
 
 class PatchEmbed(nn.Module):

@@ -3,7 +3,7 @@
 Every token runs through every projection at width D; its inputs are zeroed beyond its
 expert's width d (the sliced in-projection) and its outputs zeroed beyond d (the padded
 out-projection). It spends the dense model's FLOPs, so it exists only as the test oracle
-for `mone.models.ViT(routed=True)` and as the naive baseline in `mone.bench`. It is
+for `mone.models.vit.ViT(routed=True)` and as the naive baseline in `mone.bench`. It is
 written independently of the grouped implementation: original token order, no
 permutation, no splitting.
 """
@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mone import layers, models, routing
-from mone.config import ViTConfig
+from mone.models import layers, routing, vit
+from mone.models.config import ViTConfig
 
 
 def _masked_layer_norm(x, mask, count, scale, bias, eps=1e-6):
@@ -44,7 +44,7 @@ def masked_apply(variables, config: ViTConfig, images, capacities, drop_smallest
   """Same contract as `ViT(config, routed=True).apply(variables, images, capacities)`."""
   p = variables["params"]
   cfg = config
-  x = models.PatchEmbed(cfg).apply({"params": p["embed"]}, images)
+  x = vit.PatchEmbed(cfg).apply({"params": p["embed"]}, images)
   b, n, _ = x.shape
   widths = jnp.array(cfg.expert_widths)
   if drop_smallest:

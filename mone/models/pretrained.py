@@ -4,7 +4,7 @@ The paper builds MoNE on a ViT's own weights: the nested experts are slices of t
 projections, so a dense checkpoint is a complete MoNE except for the router and Eq. 1's
 alpha, which start from their initialisation. `load_big_vision` maps the names of
 big_vision's ViT (`big_vision/models/vit.py`, `pool_type='gap'`, learned position
-embeddings) onto `mone.models.ViT`'s::
+embeddings) onto `mone.models.vit.ViT`'s::
 
   embedding/{kernel,bias}                      -> embed/conv/{kernel,bias}
   pos_embedding [1, N, D]                      -> embed/pos_embedding (resampled to another grid)
@@ -17,15 +17,15 @@ embeddings) onto `mone.models.ViT`'s::
 
 Stacked ("scanned") checkpoints, with `Transformer/encoderblock/...` holding every layer on a
 leading axis, load too. One numerical difference stays: big_vision's MLP uses flax's tanh
-approximation of GELU, `mone` the exact erf (see `mone.layers.gelu`); on a converted model the
+approximation of GELU, `mone` the exact erf (see `mone.models.layers.gelu`); on a converted model the
 logits differ by about 1e-3 of their scale, well inside what fine-tuning moves.
 
 Usage (MoNE fine-tuned from a pretrained ViT-S/16 at 224 px)::
 
-  cfg = mone.config.vit("S/16", num_classes=1000)
-  model = mone.models.make_model(cfg, "mone")
+  cfg = mone.models.config.vit("S/16", num_classes=1000)
+  model = mone.models.vit.make_model(cfg, "mone")
   init = model.init(jax.random.key(0), images, capacities)["params"]
-  params = mone.pretrained.load_big_vision("S_16-i21k.npz", init)   # router, alpha: from init
+  params = mone.models.pretrained.load_big_vision("S_16-i21k.npz", init)   # router, alpha: from init
 """
 import numpy as np
 
@@ -69,14 +69,14 @@ def _blocks(arrays: dict) -> dict[int, dict[str, np.ndarray]]:
 
 
 def convert_big_vision(arrays: dict) -> dict:
-  """big_vision ViT arrays ({'a/b': array}) as a `mone.models.ViT` parameter tree (numpy),
+  """big_vision ViT arrays ({'a/b': array}) as a `mone.models.vit.ViT` parameter tree (numpy),
   without the head's classes checked or the position embeddings resampled (`load_big_vision`
   does both). Refuses a checkpoint whose architecture mone's ViT does not have."""
   unsupported = {"cls": "a class token (pool_type='tok'); mone's ViT pools by global average (Sec. 4.1)",
                  "MAPHead_0": "a MAP head (pool_type='map')", "pre_logits": "a pre-logits layer (rep_size)"}
   for key, why in unsupported.items():
     if any(k == key or k.startswith(key + "/") for k in arrays):
-      raise ValueError(f"checkpoint has {why}: not convertible to mone.models.ViT")
+      raise ValueError(f"checkpoint has {why}: not convertible to mone.models.vit.ViT")
   if "Transformer/pos_embedding" in arrays or "Transformer/posembed_input/pos_embedding" in arrays:
     raise ValueError("checkpoint keeps pos_embedding under Transformer/ (a pre-2022 layout); "
                      "re-save it with big_vision's vit.fix_old_checkpoints first")
@@ -107,7 +107,7 @@ def convert_big_vision(arrays: dict) -> dict:
 
 
 def load_big_vision(checkpoint, init_params: dict, *, load_head: bool = True) -> dict:
-  """Parameters for a `mone.models.ViT` (kind vit, matvit or mone) from a big_vision ViT
+  """Parameters for a `mone.models.vit.ViT` (kind vit, matvit or mone) from a big_vision ViT
   checkpoint (a path or read_npz's dict), on top of init_params (the model's own init):
   what the checkpoint has replaces init, resampling the position embeddings to init's
   grid; the router, alpha and, where the number of classes differs or load_head=False, the

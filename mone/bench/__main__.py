@@ -1,0 +1,4 @@
+"""python -m mone.bench: see mone.bench.cli."""
+from mone.bench import cli
+
+cli.main()

@@ -1,0 +1,183 @@
+"""The benchmark's command line: python -m mone.bench [--block | --matmul] ... --json PATH
+(the package's docstring says what is timed and how)."""
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import jax
+
+import mone.bench
+from mone import results
+from mone.bench import micro, timing, workloads
+
+def machine() -> dict:
+  cpu = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo") as f:
+      cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+  except (OSError, StopIteration):
+    pass
+  dev = jax.devices()[0]
+  return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__, "code": code_version(),
+          "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}",
+          "xla_flags": os.environ.get("XLA_FLAGS", ""),
+          "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
+
+
+def code_version() -> str | None:
+  """The git commit the benchmark ran on, '+dirty' if the package's code (mone/) had uncommitted
+  changes; None outside a git checkout. A timing is only comparable with one of the same code.
+  Changes elsewhere (results a run is writing, notebooks) do not change what is timed."""
+  try:
+    run = lambda *a: subprocess.run(["git", *a], cwd=results.REPO, capture_output=True, text=True, timeout=10)
+    head = run("rev-parse", "--short=12", "HEAD")
+    if head.returncode:
+      return None
+    dirty = run("status", "--porcelain", "--untracked-files=no", "--", "mone").stdout.strip()
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+  except (OSError, subprocess.SubprocessError):
+    return None
+
+
+def parser() -> argparse.ArgumentParser:
+  ap = argparse.ArgumentParser(prog="python -m mone.bench", description=mone.bench.__doc__.split("\n\n")[0])
+  ap.add_argument("--variant", default="S/16")
+  ap.add_argument("--batch", type=int, nargs="+", default=[8, 32])
+  ap.add_argument("--train-batch", type=int, nargs="+", default=None,
+                  help="batch sizes of the training rows (default: --batch)")
+  ap.add_argument("--e-c", type=float, nargs="+", default=list(workloads.E_CS))
+  ap.add_argument("--mode", nargs="+", choices=("forward", "train"), default=["forward", "train"])
+  ap.add_argument("--reps", type=int, default=7, help="timed rounds after one warm-up round")
+  ap.add_argument("--chunk", default="auto",
+                  help="examples per chunk, or 'auto': each model's fastest of the three largest of 16, 8, 4, 2 dividing the batch")
+  ap.add_argument("--tune-reps", type=int, default=2, help="timed runs per chunk size when choosing it")
+  ap.add_argument("--video", default="", metavar="VARIANT",
+                  help="also time a ViViT-FE workload, e.g. B/16x2 (MoNE vs dense ViViT only)")
+  ap.add_argument("--video-frames", type=int, default=4, help="frames per clip of the video workload")
+  ap.add_argument("--video-batch", type=int, nargs="+", default=[4])
+  ap.add_argument("--video-e-c", type=float, nargs="+", default=[0.3, 0.5, 1.0])
+  ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                  help="parameters, inputs and compute (bfloat16 for GPUs)")
+  ap.add_argument("--no-matvit", action="store_true")
+  ap.add_argument("--no-masked", action="store_true")
+  ap.add_argument("--block", action="store_true",
+                  help="time one transformer block's forward and backward apart (dense vs MoNE at each "
+                       "--e-c, each --batch) instead of whole models; see block_rows")
+  ap.add_argument("--matmul", action="store_true",
+                  help="time each projection matmul of one block alone (dense vs MoNE's groups at each --e-c) "
+                       "with --batch examples' tokens; see matmul_rows")
+  ap.add_argument("--json", default=None,
+                  help="where to write the rows (default results/bench/cpu.json, under $MONE_RESULTS_DIR if set; cpu-block.json with --block, "
+                       "cpu-matmul.json with --matmul)")
+  return ap
+
+
+def main(argv=None):
+  ap = parser()
+  args = ap.parse_args(argv)
+  if args.block and args.matmul:
+    ap.error("--block and --matmul time different things; pass one of them")
+  return run(args)
+
+
+def measure(json_path, **options) -> dict:
+  """Runs the benchmark as `python -m mone.bench` would with these options (the command line's
+  names with underscores: variant="S/16", batch=[8], block=True, ...), writes json_path and
+  returns what it wrote. Its tables go to stdout as the command line's do."""
+  args = parser().parse_args([])
+  unknown = sorted(set(options) - set(vars(args)))
+  if unknown:
+    raise ValueError(f"unknown benchmark option(s) {unknown}; the options are {sorted(vars(args))}")
+  if options.get("block") and options.get("matmul"):
+    raise ValueError("block and matmul time different things; pass one of them")
+  for k, v in options.items():
+    setattr(args, k, v)
+  args.json = str(json_path)
+  run(args)
+  return results.read_json(json_path)
+
+
+def command_line(**options) -> str:
+  """The `python -m mone.bench ...` command that `measure(..., **options)` runs."""
+  words = ["python -m mone.bench"]
+  for k, v in options.items():
+    flag = "--" + k.replace("_", "-")
+    if v is True:
+      words.append(flag)
+    elif v not in (False, None):
+      words += [flag, *map(str, v if isinstance(v, (list, tuple)) else [v])]
+  return " ".join(words)
+
+
+def run(args):
+  """The benchmark of parsed arguments (see `parser`)."""
+  if args.json is None:
+    name = "cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul else "cpu.json"
+    args.json = str(results.results_root() / "bench" / name)
+  if args.block or args.matmul:
+    return main_block(args)
+
+  wl = workloads.cast(workloads.image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
+                           with_masked=not args.no_masked,
+                           masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0]), args.dtype)
+  meta = machine()
+  print(f"{wl.name} on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
+        f"load average {meta['load_avg'][0]:.2f}\nbaseline: {wl.baseline}")
+  baselines = {wl.name: wl.baseline}
+
+  def save(rows, complete=False):  # after every (mode, batch): a kill loses one group at most
+    if args.json:
+      results.atomic_write_json(args.json, {
+          "machine": {**meta, "load_avg_end": list(os.getloadavg()),
+                      "peak_rss_mib": results.peak_rss_mib()},
+          "baseline": wl.baseline, "baselines": baselines, "workload": wl.name, "args": _recorded(args),
+          "complete": complete, "rows": rows, "targets": timing.check_targets(rows, wl.name), **results.provenance()})
+
+  rows = timing.bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps, on_group=save,
+               train_batches=args.train_batch)
+  if args.video:
+    vwl = workloads.cast(workloads.video_workload(args.video, args.video_e_c, args.video_frames), args.dtype)
+    print(f"baseline: {vwl.baseline}")
+    baselines[vwl.name] = vwl.baseline
+    timing.bench(vwl, args.mode, args.video_batch, args.reps, args.chunk, args.tune_reps, on_group=save, rows=rows)
+  checks = timing.check_targets(rows, wl.name)
+  if checks:
+    print("targets:\n" + timing.targets_table(checks))
+  if args.json:
+    save(rows, complete=True)
+    print(f"wrote {args.json}")
+  return rows
+
+
+def _recorded(args) -> dict:
+  """The command-line arguments as the JSON records them: a path inside the repository relative
+  to it, so that no local path is committed."""
+  out = vars(args).copy()
+  try:
+    out["json"] = str(Path(args.json).resolve().relative_to(results.REPO))
+  except ValueError:
+    pass
+  return out
+
+
+def main_block(args):
+  """--block (block_rows) or --matmul (matmul_rows) for each batch, written like the model rows
+  (no targets apply)."""
+  meta = machine()
+  what = "one block's matmuls" if args.matmul else "one block"
+  print(f"ViT-{args.variant}, {what}, on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), "
+        f"jax {meta['jax']}, load average {meta['load_avg'][0]:.2f}")
+  rows = []
+  for batch in args.batch:
+    rows += (micro.matmul_rows if args.matmul else micro.block_rows)(args.variant, args.e_c, batch, args.reps)
+  if args.json:
+    results.atomic_write_json(args.json, {
+        "machine": {**meta, "load_avg_end": list(os.getloadavg()), "peak_rss_mib": results.peak_rss_mib()},
+        "workload": rows[0]["workload"], "args": _recorded(args), "complete": True, "rows": rows, **results.provenance()})
+    print(f"wrote {args.json}")
+  return rows
+
+

@@ -1,0 +1,211 @@
+"""What the figure notebooks compute from run files: shared run configs, curve summaries, tables.
+
+* Runs shared between notebooks. Every image notebook builds its MoNE configs with
+  `mone_config`, which evaluates each run on the same grid of inference capacities, so the
+  run at e_c=0.4 is trained once and reused (through `mone.chapters.experiments.run`'s cache) by
+  Figures 1, 3, 5 and 7.
+* Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points, `seed_study` runs
+  over seeds into means, and `adaptation_summary` Fig. 5's curves into drops. (Claims and their
+  verdicts: `mone.chapters.claims`; what trained routers do: `mone.chapters.routers`.)
+"""
+import csv
+import dataclasses
+import io
+import math
+
+import numpy as np
+
+from mone import capacity, results
+from mone.chapters import experiments
+
+# A run whose training loss never fell below this fraction of ln K (K classes; ln K is the
+# loss of a uniform guess) never left the initial plateau (see `left_plateau`).
+PLATEAU_FRACTION = 0.9
+
+
+# ------------------------------------------------------------- shared runs ---
+
+
+def mone_config(profile: str, e_c: float | None, data_dir: str = "", task: str | None = None,
+                **overrides):
+  """The MoNE config of a profile at training capacity e_c (None with adaptive=True),
+  evaluated on `experiments.grid(profile).eval_e_c`: on images, or on the video `task` ('temporal' or
+  'appearance'). Notebooks that agree on (profile, task, e_c, overrides) share one run."""
+  experiments.check_profile(profile)
+  base = experiments.image_config if task is None else (
+      lambda *a, **kw: experiments.video_config(a[0], task, *a[1:], **kw))
+  return base(profile, data_dir, kind="mone", e_c=e_c, eval_e_c=experiments.grid(profile).eval_e_c, **overrides)
+
+
+def table1_config(profile: str, allocation: str, e_c: float | None, data_dir: str = "", **overrides):
+  """A Table 1 model on the temporal video task: MoNE (`allocation='mone'`, the run Figures 4
+  and 5 share) or another allocation at e_c; e_c=None for a static allocation, which fixes its
+  own e_c (rounded to 4 decimals, so that the config hash does not hang on the 16th)."""
+  if allocation == "mone":
+    return mone_config(profile, e_c, data_dir, task="temporal", **overrides)
+  if e_c is None:
+    e_c = round(capacity.effective_capacity(capacity.allocation(allocation)), 4)
+  return experiments.video_config(profile, "temporal", data_dir, kind="mone", e_c=e_c, allocation=allocation, **overrides)
+
+
+def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
+  """Plot points {label, kind, e_c, width_index, gflops, accuracy_pct} of one finished run.
+
+  MatViT gives one point per nested width; a fixed-capacity MoNE run gives its training
+  capacity only, unless all_capacities (every evaluated e_c, as Fig. 5 needs; an adaptive
+  run always gives all); ViT and MoD give their one model. Accuracy is in percent.
+  """
+  cfg, learned = _config_dict(metrics), left_plateau(metrics)
+  evals = metrics["evals"]
+  if metrics["kind"] == "mone" and not cfg["adaptive"] and not all_capacities:
+    evals = [ev for ev in evals if ev["e_c"] == cfg["e_c"]]
+  return [{"kind": metrics["kind"], "variant": cfg["model"]["name"], "train_e_c": cfg["e_c"],
+           "adaptive": cfg["adaptive"], "iso_flops": cfg["iso_flops"], "e_c": ev["e_c"],
+           "width_index": ev["width_index"], "gflops": ev["gflops"],
+           "accuracy_pct": 100.0 * ev["accuracy"], "learned": learned} for ev in evals]
+
+
+def seed_study(runs: dict, seeds, details: bool = False) -> dict:
+  """Per label, the runs of one model over `seeds` (run metrics, in seed order) summarised:
+  seeds, accuracy_pct per seed, their mean and spread (max - min), and the model's GFLOPs.
+  details adds, per seed, the step the run left the loss plateau, its wall time in minutes and
+  its device."""
+  out = {}
+  for label, ms in runs.items():
+    pts = [points(m)[0] for m in ms]
+    acc = [p["accuracy_pct"] for p in pts]
+    out[label] = {"seeds": list(seeds), "accuracy_pct": acc, "mean": sum(acc) / len(acc)}
+    if details:
+      out[label].update(gflops=pts[0]["gflops"], left_plateau_at_step=[plateau_exit(m) for m in ms],
+                        wall_minutes=[m["wall_time_s"] / 60 for m in ms], device=[m["device"]["kind"] for m in ms])
+    else:
+      out[label].update(spread=max(acc) - min(acc), gflops=pts[0]["gflops"])
+  return out
+
+
+def _config_dict(metrics: dict) -> dict:
+  cfg = metrics["config"]
+  return cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)  # straight from loop.train
+
+
+def plateau_exit(metrics: dict) -> int | None:
+  """The first logged step whose training loss is below PLATEAU_FRACTION * ln K, the loss of
+  a uniform guess over K classes (None: never, or no history).
+
+  Small ViViTs on the temporal video task with a zero-initialised classifier sit at ln K for
+  a long and run-dependent number of steps before they start to learn (the same config left
+  it after ~1,000 steps in one run and never in 3,000 in another; see notebook 04)."""
+  num_classes = _config_dict(metrics)["model"]["num_classes"]
+  return next((step for step, loss in metrics.get("history") or ()
+               if loss < PLATEAU_FRACTION * math.log(num_classes)), None)
+
+
+def left_plateau(metrics: dict) -> bool | None:
+  """Whether a run's training loss ever left the plateau (plateau_exit; None: no history).
+  A run that ends on it says nothing about the method it trained: comparisons with it are
+  inconclusive."""
+  if not metrics.get("history"):
+    return None
+  return plateau_exit(metrics) is not None
+
+
+def adaptation_summary(rows: list[dict], train_e_cs) -> dict:
+  """Fig. 5's claims as numbers, from `points(..., all_capacities=True)` rows of models trained
+  at each of train_e_cs plus one adaptive model (if present).
+
+  With a(t, e) the accuracy of the model trained at t evaluated at e, a model's own drop
+  d(t, e) = a(t, t) - a(t, e) is what moving its budget from t to e costs it: the paper's
+  Fig. 5 reads each curve against its own star. (Scoring a(e, e) - a(t, e) instead compares two
+  different models, and their gap at e mixes adaptation with how well each trained.) Every
+  evaluated e counts, not only the training capacities. Returns the drops {(t, e): d}, the
+  mean drop by shift abs(t - e) ('by_shift'), 'down' (e < t) and 'up' (e > t) as means over
+  the shifts both directions have, so that neither side is favoured by larger shifts, the
+  mean drop per unit of shift ('per_unit'), and 'adaptive': a_adaptive(t) - a(t, t) at
+  each training t (negative: the adaptive model is behind)."""
+  acc = {("adaptive" if p["adaptive"] else p["train_e_c"], p["e_c"]): p["accuracy_pct"] for p in rows}
+  grid = sorted({e for (t, e) in acc})
+  drops = {(t, e): acc[t, t] - acc[t, e] for t in train_e_cs for e in grid if e != t and (t, e) in acc}
+  shift = lambda t, e: round(abs(t - e), 6)
+  mean = lambda xs: float(np.mean(xs)) if len(xs) else float("nan")
+  by_shift = {d: mean([v for (t, e), v in drops.items() if shift(t, e) == d])
+              for d in sorted({shift(t, e) for t, e in drops})}
+  side = lambda down, d: [v for (t, e), v in drops.items() if shift(t, e) == d and (e < t) == down]
+  both = [d for d in by_shift if side(True, d) and side(False, d)]
+  return {"drops": drops, "by_shift": by_shift,
+          "down": mean([mean(side(True, d)) for d in both]), "up": mean([mean(side(False, d)) for d in both]),
+          "matched_shifts": both, "per_unit": mean([v / shift(t, e) for (t, e), v in drops.items()]),
+          "adaptive": {t: acc["adaptive", t] - acc[t, t] for t in train_e_cs if ("adaptive", t) in acc}}
+
+
+def adaptation_claims(summary: dict, domain: str, seed: int, learned: bool = True) -> list[dict]:
+  """Fig. 5's three claims for one domain ('images' or 'video') from `adaptation_summary`:
+  a model's own drop grows with the shift, is steeper from high to low capacity (at the
+  shifts both directions have), and one adaptive model is within 1 point of the model trained
+  at each capacity. One seed per model: `mone.chapters.claims` decides them over seeds."""
+  from mone.chapters import claims
+  by_shift, out = summary["by_shift"], []
+  grows = (f"fig5.{domain}.drop_grows_with_shift", f"{domain}: a model's own accuracy drop is larger at the largest "
+           "shift of its budget than at the smallest (points)", "declines with extreme shifts")
+  out.append(claims.trained(*grows, {seed: by_shift[max(by_shift)] - by_shift[min(by_shift)]}, relation="beats",
+                            tolerance=0.0, learned=learned) if len(by_shift) > 1 else
+             claims.not_testable(*grows, "trained", "one shift size"))
+  steeper = (f"fig5.{domain}.steeper_high_to_low", f"{domain}: the drop is larger from high to low capacity than from low "
+             "to high, at equal shifts (points)", "degradation steeper from high to low capacity")
+  out.append(claims.trained(*steeper, {seed: summary["down"] - summary["up"]}, relation="beats", tolerance=0.0, learned=learned)
+             if summary["matched_shifts"] else claims.not_testable(*steeper, "trained", "no shift in both directions"))
+  adaptive = (f"fig5.{domain}.adaptive_serves_every_budget", f"{domain}: one adaptively trained model is at most 1 point less "
+              "accurate than the model trained at each capacity (the worst capacity)", "adapts extremely well (Fig. 5b)")
+  out.append(claims.trained(*adaptive, {seed: min(summary["adaptive"].values())}, relation="no_worse", tolerance=1.0,
+                            learned=learned) if summary["adaptive"] else
+             claims.not_testable(*adaptive, "trained", "no adaptive model"))
+  return out
+
+
+def save_table(rows: list[dict], notebook: str, name: str):
+  """Writes rows (dicts with the same keys) as results/<notebook>/<name>.csv."""
+  buf = io.StringIO()
+  writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+  writer.writeheader()
+  writer.writerows(rows)
+  path = experiments.results_root() / notebook / f"{name}.csv"
+  results.atomic_write_text(path, buf.getvalue())
+  return path
+
+
+class Table(str):
+  """A table that is plain text where text is shown (print, a terminal, an email) and an HTML
+  table where a notebook or the book renders it (`display(table)`: its Markdown form)."""
+
+  def __new__(cls, text: str, markdown: str):
+    self = super().__new__(cls, text)
+    self.markdown = markdown
+    return self
+
+  def __repr__(self):
+    return str(self)
+
+  def _repr_markdown_(self):
+    return self.markdown
+
+
+def format_table(rows: list[dict], columns: list[str], digits: int = 4) -> Table:
+  """rows as a table of the given columns (floats to `digits` significant digits): a `Table`,
+  fixed-width text that a notebook displays as an HTML table."""
+  def fmt(v):
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+  cells = [columns] + [[fmt(r.get(c, "")) for c in columns] for r in rows]
+  widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+  text = "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
+  md_row = lambda row: "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+  markdown = "\n".join([md_row(columns), "|" + "---|" * len(columns)] + [md_row(r) for r in cells[1:]]) + "\n"
+  return Table(text, markdown)
+
+
+def quiet_notebook():
+  """Silences two messages that would land in every executed notebook, with local paths in
+  them: tqdm's "IProgress not found" warning (`mone.train` imports tqdm.auto, and the
+  environment has no ipywidgets) and orbax's warnings on opening a checkpoint read-only."""
+  import logging
+  import warnings
+  warnings.filterwarnings("ignore", message="IProgress not found")
+  logging.getLogger("absl").setLevel(logging.ERROR)

@@ -1,0 +1,204 @@
+"""Chapter 08 (wall-clock speed): which benchmark each profile reads, and its figures and claims.
+
+The benchmark is a measurement of a machine, made once on a quiet one and committed under
+results/bench/ (`python -m mone.bench`, see `mone.bench`); the chapter reads those files. It
+measures anew only for the smoke profile (tiny models, to check that the chapter runs), with
+`recompute=True` (about 50 minutes on 2 cores), or where no file is committed.
+"""
+import contextlib
+import io
+
+import numpy as np
+
+from mone import results
+from mone.chapters import claims, experiments
+
+_FULL = dict(variant="S/16", batch=[8, 32], train_batch=[8, 32], reps=7, video="B/16x2")
+_BLOCK = dict(variant="S/16", batch=[8, 32], e_c=[0.3, 0.5, 1.0], reps=15, block=True)
+_MATMUL = dict(variant="S/16", batch=[4], e_c=[0.3, 0.5], reps=15, matmul=True)
+# Per profile, the options of each benchmark file the chapter reads (`mone.bench.cli.measure`).
+SETTINGS = {
+    "smoke": {"cpu.json": dict(variant="tiny/8", batch=[4], e_c=[0.3, 1.0], mode=["forward"], reps=2,
+                               video="tiny/8x2", video_frames=2, video_batch=[2], video_e_c=[0.3]),
+              "cpu-block.json": dict(variant="tiny/8", batch=[2], e_c=[0.3], reps=2, block=True),
+              "cpu-matmul.json": dict(variant="tiny/8", batch=[2], e_c=[0.3], reps=2, matmul=True)},
+    "small": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
+    "paper": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
+}
+MODEL_STYLE = {"mone": dict(marker="o", color="tab:red", label="MoNE"),
+               "matvit": dict(marker="s", color="tab:blue", label="MatViT sub-model"),
+               "masked": dict(marker="X", color="k", label="naive masked MoNE")}
+PROJECTION_COLORS = {"qkv": "tab:blue", "out": "tab:orange", "mlp1": "tab:green", "mlp2": "tab:purple"}
+
+
+def bench_dir(profile: str):
+  """Where a profile's benchmark files are: results/bench/ (smoke: results/smoke_bench/)."""
+  return experiments.results_root() / ("smoke_bench" if experiments.check_profile(profile) == "smoke" else "bench")
+
+
+def measured(profile: str, name: str, recompute: bool = False) -> dict:
+  """The benchmark file `name` of a profile ('cpu.json', 'cpu-block.json' or 'cpu-matmul.json'),
+  measured first for the smoke profile, with recompute, or where none is at hand. The
+  benchmark's own tables are silenced: the chapter prints them from the file."""
+  path = bench_dir(profile) / name
+  if recompute or profile == "smoke" or not path.exists():
+    from mone.bench import cli
+    with contextlib.redirect_stdout(io.StringIO()):
+      cli.measure(path, **SETTINGS[profile][name])
+  return results.read_json(path)
+
+
+def command(profile: str, name: str) -> str:
+  """The command line that measures the file `name` of a profile."""
+  from mone.bench import cli
+  return cli.command_line(**SETTINGS[profile][name])
+
+
+def groups(rows, *keys):
+  """The distinct values of `keys` in rows, in order of appearance."""
+  return list(dict.fromkeys(tuple(r[k] for k in keys) for r in rows))
+
+
+def speedup_panel(ax, rows, title: str):
+  """Measured speed-up against the analytic FLOP ratio of the non-dense `rows`, per batch size
+  (hollow markers: the smaller batch); MoNE's points are labelled with their e_c."""
+  top = max(max(r["flop_ratio"] for r in rows), max(r["speedup"] for r in rows)) * 1.1
+  ax.plot([0, top], [0, top], color="gray", lw=1, ls="--", label="ideal: speed-up = FLOP ratio")
+  ax.axhline(1, color="gray", lw=0.6)
+  for b, fill in zip(sorted({r["batch"] for r in rows}), ("none", "full")):
+    for model, style in MODEL_STYLE.items():
+      pts = [r for r in rows if r["model"] == model and r["batch"] == b]
+      if pts:
+        ax.plot([r["flop_ratio"] for r in pts], [r["speedup"] for r in pts], ls="none", ms=7, fillstyle=fill,
+                marker=style["marker"], color=style["color"], label=f"{style['label']}, batch {b}")
+    for r in rows:
+      if r["model"] == "mone" and r["batch"] == b:
+        ax.annotate(f"{r['e_c']:g}", (r["flop_ratio"], r["speedup"]), fontsize=9, xytext=(3, -9), textcoords="offset points")
+  ax.set(xlim=(0, top), ylim=(0, top), xlabel="analytic FLOP ratio (dense / model)", ylabel="measured speed-up", title=title)
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=8, loc="upper left")
+
+
+def speedup_figure(rows, machine: dict):
+  """One speed-up panel per (workload, mode), two a row."""
+  import matplotlib.pyplot as plt
+  panels = groups(rows, "workload", "mode")
+  ncols = min(2, len(panels))
+  nrows = -(-len(panels) // ncols)
+  fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 5.0 * nrows), squeeze=False)
+  for (wl, mode), ax in zip(panels, axes.flat):
+    speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and r["model"] != "dense"], f"{wl}, {mode}")
+  for ax in axes.flat[len(panels):]:
+    ax.set_visible(False)
+  fig.suptitle(f"Wall-clock speed-up against FLOP ratio (labels: $e_c$) on {machine['cpu_model']}, "
+               f"{machine['cores']} cores", y=1.01)
+  fig.tight_layout()
+  return fig
+
+
+def blocks_figure(rows):
+  """Per (batch, mode) of `--block` rows: each block's time, the attention's (the same work in
+  both blocks) stacked under the rest; a tick on each MoNE bar marks the time it would take at
+  the dense block's speed per FLOP."""
+  import matplotlib.pyplot as plt
+  panels = groups(rows, "batch", "mode")
+  fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.8), squeeze=False)
+  for (batch, mode), ax in zip(panels, axes[0]):
+    sel = [r for r in rows if (r["batch"], r["mode"]) == (batch, mode)]
+    att = next(r["median_ms"] for r in sel if r["model"] == "attention")
+    dense = next(r["median_ms"] for r in sel if r["model"] == "dense")
+    bars = [r for r in sel if r["model"] != "attention"]
+    x = range(len(bars))
+    ax.bar(x, [att] * len(bars), color="0.7", label="attention (same work in both)")
+    ax.bar(x, [r["median_ms"] - att for r in bars], bottom=att,
+           color=["tab:blue" if r["model"] == "dense" else "tab:red" for r in bars], label="rest of the block")
+    for i, r in enumerate(bars):
+      if r["model"] == "mone":
+        ax.plot([i - 0.4, i + 0.4], [dense / r["flop_ratio"]] * 2, color="k", lw=2,
+                label="at the dense block's speed per FLOP" if i == 1 else None)
+    ax.set_xticks(list(x), ["dense" if r["model"] == "dense" else f"MoNE\n$e_c$={r['e_c']:g}" for r in bars], fontsize=8)
+    ax.set(title=f"{mode}, batch {batch}", ylabel="ms per block")
+    ax.grid(alpha=0.3, axis="y")
+  axes[0][0].legend(fontsize=7, loc="upper right")
+  fig.suptitle(f"One {rows[0]['workload'].replace(' block', '')} block: where the time goes", y=1.02)
+  fig.tight_layout()
+  return fig
+
+
+def block_summary(rows) -> list[str]:
+  """One line per MoNE block below full capacity: its speed-up and the attention's share."""
+  lines = []
+  for batch, mode in groups(rows, "batch", "mode"):
+    sel = {(r["model"], r["e_c"]): r for r in rows if (r["batch"], r["mode"]) == (batch, mode)}
+    att, dense = sel["attention", None]["median_ms"], sel["dense", None]["median_ms"]
+    for (model, e_c), r in sel.items():
+      if model == "mone" and e_c != 1.0:
+        lines.append(f"{mode}, batch {batch}, e_c={e_c}: MoNE {r['median_ms']:.1f} ms = {r['speedup']:.2f}x faster than "
+                     f"dense (FLOP ratio {r['flop_ratio']:.2f}, efficiency {r['efficiency']:.2f}); attention alone "
+                     f"{att:.1f} ms, {att / r['median_ms']:.0%} of MoNE's block and {att / dense:.0%} of the dense block's")
+  return lines
+
+
+def matmuls_figure(rows):
+  """GFLOP/s of each projection matmul, per group width, one panel per contender of `--matmul`
+  rows (equal bar widths in every panel)."""
+  import matplotlib.pyplot as plt
+  contenders = groups(rows, "model", "e_c")
+  n_groups = [len({r["width"] for r in rows if (r["model"], r["e_c"]) == key and r["width"]}) for key in contenders]
+  fig, axes = plt.subplots(1, len(contenders), figsize=(1.1 * sum(n_groups) + 1.5, 3.6), squeeze=False, sharey=True,
+                           gridspec_kw={"width_ratios": n_groups})
+  for (model, e_c), ax in zip(contenders, axes[0]):
+    sel = [r for r in rows if (r["model"], r["e_c"]) == (model, e_c) and r["projection"] != "total"]
+    widths = list(dict.fromkeys(r["width"] for r in sel))
+    for k, (proj, color) in enumerate(PROJECTION_COLORS.items()):
+      pts = [next(r for r in sel if (r["width"], r["projection"]) == (w, proj)) for w in widths]
+      ax.bar([i + 0.2 * (k - 1.5) for i in range(len(widths))], [r["gflops_per_s"] for r in pts], width=0.2,
+             color=color, label=proj)
+    ax.set_xticks(range(len(widths)), [f"{w}\n({next(r for r in sel if r['width'] == w)['shape'][0]} tokens)"
+                                       for w in widths], fontsize=7)
+    total = next(r for r in rows if (r["model"], r["e_c"], r["projection"]) == (model, e_c, "total"))
+    ax.set(xlabel="group width $d_j$", title="dense block" if model == "dense" else
+           f"MoNE $e_c$={e_c:g}: efficiency {total['rate']:.2f}")
+    ax.grid(alpha=0.3, axis="y")
+  axes[0][0].set_ylabel("GFLOP/s")
+  axes[0][-1].legend(fontsize=7, loc="upper left")
+  fig.suptitle(f"One {rows[0]['workload'].replace(' matmuls', '')} block's projection matmuls, "
+               f"{rows[0]['batch']} examples per chunk", y=1.02)
+  fig.tight_layout()
+  return fig
+
+
+def matmul_summary(rows) -> list[str]:
+  """Per MoNE contender: its matmuls' time, the time lost against the dense speed per FLOP, and
+  its slowest matmul."""
+  dense_rate = next(r for r in rows if r["model"] == "dense" and r["projection"] == "total")["gflops_per_s"]
+  lines = []
+  for model, e_c in groups(rows, "model", "e_c")[1:]:
+    sel = [r for r in rows if (r["model"], r["e_c"]) == (model, e_c) and r["projection"] != "total"]
+    slow = min(sel, key=lambda r: r["rate"])
+    lost = sum(r["median_us"] - 2 * np.prod(r["shape"]) / dense_rate / 1e3 for r in sel)
+    lines.append(f"MoNE e_c={e_c}: its matmuls take {sum(r['median_us'] for r in sel) / 1e3:.2f} ms per chunk, "
+                 f"{lost / 1e3:.2f} ms more than at the dense speed per FLOP; slowest: {slow['projection']} at width "
+                 f"{slow['width']} ({' x '.join(map(str, slow['shape']))}), {slow['rate']:.2f} of the dense rate")
+  return lines
+
+
+def masked_summary(rows) -> list[str]:
+  """The naive masked MoNE's speed-up beside the FLOP ratio of the MoNE it computes."""
+  lines = []
+  for r in (r for r in rows if r["model"] == "masked"):
+    ratio = next(m["flop_ratio"] for m in rows if m["model"] == "mone" and (m["mode"], m["batch"], m["e_c"]) ==
+                 (r["mode"], r["batch"], r["e_c"]))
+    lines.append(f"naive masked MoNE, {r['mode']} batch {r['batch']} at e_c={r['e_c']}: speed-up {r['speedup']:.2f} "
+                 f"(FLOP ratio of this MoNE: {ratio:.2f})")
+  return lines
+
+
+def target_claims(checks) -> list[dict]:
+  """One timing claim per target check (`mone.bench.timing.check_targets`), decided on the
+  stricter of its two readings."""
+  return [claims.timing(f"speed.{c['mode']}.{c['metric']}.ec{c['e_c']:g}.batch{c['batch']}".replace("ec0.", "ec0"),
+                        f"{c['workload']}, {c['mode']}, batch {c['batch']}: MoNE at e_c = {c['e_c']:g} reaches a "
+                        f"{c['metric']} of at least {c['target']:.2f}", "not claimed (the paper reports FLOPs)",
+                        min(c["measured"], c["strict"]), target=c["target"])
+          for c in checks]

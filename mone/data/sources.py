@@ -1,0 +1,44 @@
+"""The (train, test) sources a training config names, and the model input of a batch."""
+import functools
+from pathlib import Path
+
+from mone.train import recipes
+
+
+def check_data(cfg: recipes.TrainConfig):
+  """A clear error, before anything is written, if a TFDS config has no usable data_dir."""
+  if cfg.dataset in ("tfds", "tfds_video"):
+    if not cfg.data_dir:
+      raise ValueError(f"config {cfg.name!r}: dataset={cfg.dataset} ({cfg.tfds_name}) reads a prepared "
+                       "TFDS data_dir; set data_dir=PATH")
+    if not Path(cfg.data_dir).is_dir():
+      raise ValueError(f"config {cfg.name!r}: data_dir={cfg.data_dir!r} is not a directory")
+
+
+def data_sources(cfg: recipes.TrainConfig):
+  """(train, test) sources for the config's dataset."""
+  from mone.data import pipeline
+  check_data(cfg)
+  m = cfg.model
+  if cfg.dataset == "digits":
+    return pipeline.digits_sources(m.image_size, cfg.num_train, cfg.num_test, cfg.data_seed)
+  if cfg.dataset == "tfds":
+    mk = functools.partial(pipeline.TFDSImageSource, cfg.tfds_name, data_dir=cfg.data_dir,
+                           image_size=m.image_size, seed=cfg.seed)
+    return (mk(cfg.train_split, train=True, randaugment=cfg.randaugment),
+            mk(cfg.eval_split, train=False))
+  from mone.data import video as video_data
+  if cfg.dataset == "moving_digits":
+    return video_data.moving_digits_sources(cfg.video_task, m.num_frames, m.image_size,
+                                            cfg.num_train, cfg.num_test, cfg.data_seed)
+  if cfg.dataset == "tfds_video":
+    mk = functools.partial(video_data.TFDSVideoSource, cfg.tfds_name, data_dir=cfg.data_dir,
+                           num_frames=m.num_frames, stride=cfg.frame_stride, image_size=m.image_size,
+                           seed=cfg.seed, flip=cfg.flip)
+    return mk(cfg.train_split, train=True), mk(cfg.eval_split, train=False, num_clips=cfg.num_clips)
+  raise ValueError(f"dataset must be one of {recipes.DATASETS}, got {cfg.dataset!r}")
+
+
+def inputs(batch: dict):
+  """The model input of a batch: 'video' for video sources, 'image' for image ones."""
+  return batch["video"] if "video" in batch else batch["image"]

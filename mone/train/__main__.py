@@ -1,0 +1,40 @@
+"""The training command line: python -m mone.train --config NAME --workdir DIR [key=value ...]."""
+import argparse
+import logging
+from pathlib import Path
+
+import jax
+
+from mone.data import sources
+from mone.train import loop, recipes
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(prog="python -m mone.train", description=loop.__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--config", required=True, help=f"one of {sorted(recipes.CONFIGS)}")
+  parser.add_argument("--workdir", required=True, help="checkpoints and metrics.json go here")
+  parser.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize()")
+  parser.add_argument("--quiet", action="store_true", help="no progress bar")
+  parser.add_argument("overrides", nargs="*", metavar="key=value",
+                      help="config overrides, e.g. kind=mone e_c=0.4 model.depth=4")
+  args = parser.parse_args(argv)
+  try:  # validate everything before touching the workdir
+    cfg = recipes.get_config(args.config, args.overrides)
+    sources.check_data(cfg)
+  except ValueError as e:
+    parser.error(str(e))
+  if args.distributed:
+    jax.distributed.initialize()
+  logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+  logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
+  metrics = loop.train(cfg, args.workdir, progress=not args.quiet)
+  for ev in metrics["evals"]:
+    where = f"e_c={ev['e_c']}" if ev["e_c"] is not None else (
+        f"width_index={ev['width_index']}" if ev["width_index"] is not None else cfg.kind)
+    print(f"{cfg.name} {cfg.kind} {where}: accuracy={ev['accuracy']:.4f} gflops={ev['gflops']:.5f}")
+  print(f"wrote {Path(args.workdir) / 'metrics.json'}")
+
+
+if __name__ == "__main__":
+  main()

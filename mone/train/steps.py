@@ -1,0 +1,123 @@
+"""What one training step needs: the model of a config, its budget at a step, FLOPs,
+parameters, the optimizer and the jitted update."""
+import functools
+import logging
+import math
+
+import jax
+import numpy as np
+import optax
+
+from mone import flops
+from mone.models.config import ViViTConfig
+from mone.models import vit
+from mone.train.recipes import TrainConfig
+
+log = logging.getLogger("mone.train")
+
+
+def build_model(cfg: TrainConfig):
+  """The Flax module of the config's kind: ViT-family for images, ViViT-FE for videos."""
+  if isinstance(cfg.model, ViViTConfig):
+    from mone.models import vivit
+    return vivit.make_video_model(cfg.model, cfg.kind)
+  return vit.make_model(cfg.model, cfg.kind)
+
+
+def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
+  m = cfg.model
+  frames = (m.num_frames,) if isinstance(m, ViViTConfig) else ()
+  return (batch, *frames, m.image_size, m.image_size, m.channels)
+
+
+def train_budget(cfg: TrainConfig, step: int):
+  """This step's budget (`capacity.Budget`, static under jit): the config's e_c, or (adaptive)
+  one drawn from cfg.adaptive_e_c; None for a model without routing."""
+  if cfg.kind != "mone":
+    return None
+  e_c = cfg.e_c
+  if cfg.adaptive:
+    rng = np.random.default_rng([cfg.seed, step, 7])
+    e_c = float(rng.choice(cfg.adaptive_e_c))
+  return cfg.budget(e_c)
+
+
+def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
+  """Inference GFLOPs per example of the config's model at the given capacity."""
+  m = cfg.model
+  if cfg.kind == "mone":
+    b = cfg.budget(e_c)
+    return flops.gflops(m, "mone", capacities=b.capacities, drop_smallest=b.drop_smallest)
+  if cfg.kind == "matvit" and width_index is not None:
+    return flops.gflops(m, "matvit", m.expert_widths[width_index] / m.width)
+  return flops.gflops(m, "mod" if cfg.kind == "mod" else "vit")
+
+
+def train_step_gflops(cfg: TrainConfig) -> float:
+  """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies)."""
+  if cfg.kind == "matvit":  # joint loss: every nested width runs forward
+    return sum(forward_gflops(cfg, width_index=j) for j in range(cfg.model.num_experts))
+  if cfg.kind == "mone" and cfg.adaptive:
+    return float(np.mean([forward_gflops(cfg, e) for e in cfg.adaptive_e_c]))
+  return forward_gflops(cfg, cfg.e_c)
+
+
+def num_train_steps(cfg: TrainConfig) -> int:
+  """cfg.steps, or with iso_flops the steps that spend the dense ViT's training FLOPs."""
+  if not cfg.iso_flops:
+    return cfg.steps
+  dense = flops.gflops(cfg.model, "vit")
+  return int(math.ceil(cfg.steps * dense / train_step_gflops(cfg)))
+
+
+def init_params(cfg: TrainConfig, model, sample_images):
+  args = (train_budget(cfg, 0).capacities,) if cfg.kind == "mone" else ()
+  rngs = {"params": jax.random.key(cfg.seed), "routing": jax.random.key(cfg.seed + 1)}
+  # jit: run op by op, init would compile hundreds of tiny programs (seconds per process).
+  params = jax.jit(lambda r, x: model.init(r, x, *args))(rngs, sample_images)["params"]
+  if cfg.init_from:  # e.g. MoNE from a MatViT checkpoint: shared weights load, router/alpha stay fresh
+    from mone.train import checkpoints
+    loaded = checkpoints.load_params(cfg.init_from)
+    missing = sorted(set(params) - set(loaded))
+    params = {k: loaded.get(k, v) for k, v in params.items()}
+    log.info("initialised from %s; fresh: %s", cfg.init_from, missing)
+  return params
+
+
+def make_optimizer(cfg: TrainConfig, total_steps: int):
+  schedule = optax.warmup_cosine_decay_schedule(
+      0.0, cfg.lr, min(cfg.warmup_steps, max(total_steps - 1, 1)), max(total_steps, 2), cfg.lr * 0.01)
+  decay_mask = lambda params: jax.tree_util.tree_map(lambda p: p.ndim >= 2, params)  # kernels only
+  return optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
+                     optax.adamw(schedule, b1=0.9, b2=0.999, weight_decay=cfg.weight_decay,
+                                 mask=decay_mask))
+
+
+def logits(cfg, model, params, images, budget, rng, width_index=None):
+  if cfg.kind == "mone":
+    return model.apply({"params": params}, images, budget.capacities, drop_smallest=budget.drop_smallest,
+                       rngs={"routing": rng})
+  if cfg.kind == "matvit":
+    return model.apply({"params": params}, images, width_index=width_index)
+  return model.apply({"params": params}, images)
+
+
+def make_train_step(cfg: TrainConfig, model, tx):
+  def loss_fn(params, batch, rng, caps):
+    targets = optax.smooth_labels(batch["soft_label"], cfg.label_smoothing)
+    if cfg.kind == "matvit":  # MatFormer joint training: equal-weight loss over nested widths
+      losses = [optax.softmax_cross_entropy(logits(cfg, model, params, batch["image"], None, rng, j)[0],
+                                            targets).mean() for j in range(cfg.model.num_experts)]
+      return sum(losses) / len(losses)
+    out, _ = logits(cfg, model, params, batch["image"], caps, rng)
+    return optax.softmax_cross_entropy(out, targets).mean()
+
+  @functools.partial(jax.jit, static_argnames="caps", donate_argnums=0)
+  def step(state, batch, caps):
+    rng = jax.random.fold_in(jax.random.key(cfg.seed), state["step"])
+    loss, grads = jax.value_and_grad(loss_fn)(state["params"], batch, rng, caps)
+    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+    params = optax.apply_updates(state["params"], updates)
+    return {"params": params, "opt_state": opt_state, "step": state["step"] + 1}, loss
+
+  return step

@@ -1,0 +1,73 @@
+"""Prints what an executed chapter depends on, so that Make reruns a chapter only when that changed.
+
+  python scripts/chapter_inputs.py notebooks/05_figure5_adaptation.ipynb small [seed=1 data_dir=...]
+
+One line per input: the SHA-256 of the notebook and of every module of `mone` it imports,
+directly or through other modules (imports inside functions count: the chapters import
+lazily), then the parameters. Make keeps the output in .cache/figures/ and touches it only when
+it changes (content, not file times: a fresh clone gives every file the same time).
+"""
+import ast
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def module_path(name: str) -> Path | None:
+  """The source file of a `mone` module (a package: its __init__.py), None if there is none."""
+  base = REPO.joinpath(*name.split("."))
+  for p in (base.with_suffix(".py"), base / "__init__.py"):
+    if p.is_file():
+      return p
+  return None
+
+
+def imported(source: str, package: str = "") -> set[str]:
+  """The `mone` modules a piece of source imports (`import mone.x`, `from mone.x import y` where
+  y may be a module, relative imports inside `package`)."""
+  out = set()
+  for node in ast.walk(ast.parse(source)):
+    if isinstance(node, ast.Import):
+      out |= {a.name for a in node.names if a.name.split(".")[0] == "mone"}
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ""
+      if node.level:
+        base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+      if base.split(".")[0] == "mone":
+        out.add(base)
+        out |= {f"{base}.{a.name}" for a in node.names}
+  # a package imports its parents' __init__ too
+  return {".".join(n.split(".")[:i]) for n in out for i in range(1, n.count(".") + 2)}
+
+
+def closure(names: set[str]) -> dict[str, Path]:
+  todo, seen = set(names), {}
+  while todo:
+    name = todo.pop()
+    path = module_path(name)
+    if name in seen or path is None:
+      continue
+    seen[name] = path
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    todo |= imported(path.read_text(), package) - set(seen)
+  return seen
+
+
+def main(argv):
+  if len(argv) < 2:
+    sys.exit(f"usage: {sys.argv[0]} NOTEBOOK PROFILE [key=value ...]")
+  notebook, params = Path(argv[0]), argv[1:]
+  code = "\n".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code")
+  code = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith(("%", "!")))  # IPython magics
+  digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
+  print(f"{digest(notebook)}  {notebook.as_posix()}")
+  for name, path in sorted(closure(imported(code)).items()):
+    print(f"{digest(path)}  {path.relative_to(REPO).as_posix()}")
+  print("parameters: " + " ".join(params))
+
+
+if __name__ == "__main__":
+  main(sys.argv[1:])
