@@ -28,6 +28,6 @@ The package, one concept a module:
   and their table; `check_targets` turns the rows into this repository's pass/fail targets.
 - `micro`: where the time goes. `block_rows` (--block) times one transformer block's forward and
   backward apart, `matmul_rows` (--matmul) each of its projection matmuls alone.
-- `__main__`: the command line, which writes the rows to results/bench/*.json; the book's
-  chapter reads those files.
+- `cli`: the command line (`python -m mone.bench`) and `measure`, its function form; both write
+  the rows to a JSON file under results/bench/, which the book's chapter reads.
 """
