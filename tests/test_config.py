@@ -94,3 +94,36 @@ def test_adaptive_training_draws_only_the_configured_budgets():
   assert paper.adaptive_e_c == recipes.ADAPTIVE_E_C  # the paper's nine budgets by default
   with pytest.raises(ValueError, match="adaptive_e_c"):
     recipes.apply_overrides(cfg, {"adaptive_e_c": ()})
+
+
+def test_swapping_the_variant_keeps_the_recipes_classes_resolution_and_frames():
+  """Config traps: `--config imagenet1k model=B/16` once trained a 21,843-class head, and
+  `--config ssv2 model=L/16x2` dropped SSv2's 174 classes and 256 px."""
+  from mone.train import recipes
+  b16 = recipes.get_config("imagenet1k", ["model=B/16"])
+  assert (b16.model.name, b16.model.width, b16.model.num_classes, b16.model.image_size) == ("B/16", 768, 1000, 224)
+  ssv2 = recipes.get_config("ssv2")
+  l16 = recipes.get_config("ssv2", ["model=L/16x2"])
+  assert (l16.model.width, l16.model.num_classes, l16.model.image_size, l16.model.num_frames) == (
+      1024, 174, ssv2.model.image_size, ssv2.model.num_frames)
+  assert recipes.get_config("ssv2", ["model=L/16x2", "model.image_size=224"]).model.image_size == 224
+
+
+def test_model_name_is_not_an_override():
+  from mone.train import recipes
+  with pytest.raises(ValueError, match="model.name is the variant's label.*model=B/16"):
+    recipes.get_config("imagenet21k", ["model.name=B/16"])
+
+
+def test_a_config_can_come_from_a_python_file(tmp_path):
+  from mone.train import recipes
+  path = tmp_path / "my_config.py"
+  path.write_text("from mone.train import recipes\n\n"
+                  "def get_config():\n  return recipes.apply_overrides(recipes.smoke(), {'steps': 3, 'name': 'mine'})\n")
+  cfg = recipes.get_config(str(path), ["lr=0.01"])
+  assert (cfg.name, cfg.steps, cfg.lr) == ("mine", 3, 0.01)
+  (tmp_path / "bad.py").write_text("def get_config():\n  return 3\n")
+  with pytest.raises(ValueError, match="not a TrainConfig"):
+    recipes.get_config(str(tmp_path / "bad.py"))
+  with pytest.raises(ValueError, match="does not exist"):
+    recipes.get_config(str(tmp_path / "missing.py"))

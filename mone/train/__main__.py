@@ -12,7 +12,8 @@ from mone.train import loop, recipes
 def main(argv=None):
   parser = argparse.ArgumentParser(prog="python -m mone.train", description=loop.__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--config", required=True, help=f"one of {sorted(recipes.CONFIGS)}")
+  parser.add_argument("--config", required=True,
+                      help=f"one of {sorted(recipes.CONFIGS)}, or a path/to/config.py defining get_config()")
   parser.add_argument("--workdir", required=True, help="checkpoints and metrics.json go here")
   parser.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize()")
   parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -2,7 +2,8 @@
 
   python -m mone.train --config smoke --workdir /tmp/smoke
   python -m mone.train --config digits --workdir /tmp/mone04 kind=mone e_c=0.4
-  python -m mone.train --config imagenet21k --workdir gs://... model.name=B/16 data_dir=...
+  python -m mone.train --config imagenet21k --workdir /ckpt/run1 model=B/16 data_dir=...
+  python -m mone.train --config path/to/my_config.py --workdir /tmp/run   # defines get_config()
 
 The run writes WORKDIR/metrics.json atomically at the end and checkpoints to
 WORKDIR/checkpoints; rerunning the same command resumes from the last good checkpoint

@@ -243,6 +243,9 @@ def apply_overrides(cfg: TrainConfig, overrides) -> TrainConfig:
       variant = str(raw)
     elif key.startswith("model."):
       sub = key[len("model."):]
+      if sub == "name":  # a label: changing it alone would call an S/16 a B/16
+        raise ValueError(f"model.name is the variant's label, not an override; to change the model's "
+                         f"size use model=VARIANT (e.g. model=B/16), got {key}={raw}")
       if sub not in mfields:
         raise ValueError(f"unknown config key {key!r}; model keys: {sorted(mfields)}")
       model_changes[sub] = _parse_value(key, raw, mfields[sub].type) if isinstance(raw, str) else raw
@@ -253,11 +256,12 @@ def apply_overrides(cfg: TrainConfig, overrides) -> TrainConfig:
                        f"and model.<{'|'.join(sorted(mfields))}>")
   model = cfg.model
   if variant is not None:
-    # A new size keeps the recipe's classifier init, and on embedded data the data's shape.
-    embedded = cfg.dataset in ("digits", "moving_digits")
-    keep = {k: getattr(model, k) for k in ("num_classes", "image_size") if embedded}
-    keep["head_zeroinit"] = model.head_zeroinit
-    make = model_config.vivit if isinstance(model, ViViTConfig) else model_config.vit
+    # A new size keeps what the recipe fixed about the data and the classifier: its classes,
+    # resolution, frames and classifier init (`--config ssv2 model=L/16x2` keeps 174 classes at
+    # 256 px). Set them with model.<key>=... after the variant to change them too.
+    video = isinstance(model, ViViTConfig)
+    keep = {k: getattr(model, k) for k in ("num_classes", "image_size", "head_zeroinit") + (("num_frames",) if video else ())}
+    make = model_config.vivit if video else model_config.vit
     model = make(variant, **keep)
   if model_changes:
     model = dataclasses.replace(model, **model_changes)
@@ -272,6 +276,26 @@ def _split(item: str):
 
 
 def get_config(name: str, overrides=()) -> TrainConfig:
+  """A named recipe (`CONFIGS`), or a Python file defining `get_config()` that returns a
+  TrainConfig (e.g. one of these recipes, changed), with overrides applied."""
+  if name.endswith(".py"):
+    return apply_overrides(_from_file(name), overrides)
   if name not in CONFIGS:
-    raise ValueError(f"unknown config {name!r}; choose one of {sorted(CONFIGS)}")
+    raise ValueError(f"unknown config {name!r}; choose one of {sorted(CONFIGS)} or a path/to/config.py")
   return apply_overrides(CONFIGS[name](), overrides)
+
+
+def _from_file(path: str) -> TrainConfig:
+  import importlib.util
+  from pathlib import Path
+  if not Path(path).is_file():
+    raise ValueError(f"config file {path!r} does not exist")
+  spec = importlib.util.spec_from_file_location(f"mone_user_config_{Path(path).stem}", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  if not callable(getattr(module, "get_config", None)):
+    raise ValueError(f"config file {path!r} must define get_config() returning a TrainConfig")
+  cfg = module.get_config()
+  if not isinstance(cfg, TrainConfig):
+    raise ValueError(f"get_config() of {path!r} returned {type(cfg).__name__}, not a TrainConfig")
+  return cfg
