@@ -158,3 +158,17 @@ def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_pa
   experiments.trained_params(cfg)
   out = capsys.readouterr().out
   assert "note: smoke (vit) was retrained on cpu" in out and "NVIDIA H100" in out
+
+
+def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):
+  cfg = tiny(kind="vit")
+  m = loop.train(cfg, tmp_path / "run", progress=False)
+  lines = [json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+  assert [l["step"] for l in lines] == [s for s, _ in m["history"]] == [2, 4, 6]
+  assert [l["train_loss"] for l in lines] == [loss for _, loss in m["history"]]
+  schedule = steps.learning_rate(cfg, m["train_steps"])
+  assert [l["lr"] for l in lines] == pytest.approx([float(schedule(s)) for s in (2, 4, 6)])
+  assert all(l["examples_per_s"] > 0 for l in lines) and lines[-1]["eta_s"] == 0
+  # A finished run rerun resumes at its end: nothing trained, nothing appended.
+  loop.train(cfg, tmp_path / "run", progress=False)
+  assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 3

@@ -215,7 +215,7 @@ def _get_batch(source, indices: np.ndarray, epoch: int) -> dict[str, np.ndarray]
   return batch
 
 
-def _mixup(batch, alpha: float, num_classes: int, rng):
+def _mixup(batch, alpha: float, num_classes: int, rng, eye=None):
   """Mixes every example with its neighbour (batch rolled by one), as in big_vision.
 
   The original example always keeps the larger weight, so its `label` and `mask` still
@@ -223,7 +223,7 @@ def _mixup(batch, alpha: float, num_classes: int, rng):
   """
   lam = rng.beta(alpha, alpha)
   lam = np.float32(max(lam, 1 - lam))
-  onehot = np.eye(num_classes, dtype=np.float32)[batch["label"]]
+  onehot = (np.eye(num_classes, dtype=np.float32) if eye is None else eye)[batch["label"]]
   batch["image"] = lam * batch["image"] + (1 - lam) * np.roll(batch["image"], 1, axis=0)
   batch["soft_label"] = lam * onehot + (1 - lam) * np.roll(onehot, 1, axis=0)
   return batch
@@ -252,6 +252,10 @@ def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
   if num_classes is not None and num_classes < 1:
     raise ValueError(f"num_classes must be >= 1, got {num_classes}")
 
+  # One-hot rows of one identity built per run, not per step: ImageNet-21k's is 21,843^2
+  # float32, 1.8 GiB.
+  eye = np.eye(num_classes, dtype=np.float32) if num_classes is not None else None
+
   def batches():
     step, perm, perm_epoch = start_step, None, None
     while num_steps is None or step < num_steps:
@@ -261,9 +265,9 @@ def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
       batch = _get_batch(source, perm[offset * batch_size:(offset + 1) * batch_size], epoch)
       if mixup_alpha > 0:
         rng = np.random.default_rng([seed, epoch, offset, _MIXUP_TAG])
-        batch = _mixup(batch, mixup_alpha, num_classes, rng)
+        batch = _mixup(batch, mixup_alpha, num_classes, rng, eye)
       elif num_classes is not None:
-        batch["soft_label"] = np.eye(num_classes, dtype=np.float32)[batch["label"]]
+        batch["soft_label"] = eye[batch["label"]]
       yield step, batch
       step += 1
 

@@ -10,6 +10,7 @@ WORKDIR/checkpoints; rerunning the same command resumes from the last good check
 and ends with the same metrics an uninterrupted run would have (data order, dropout-free
 model and per-step RNG are all functions of (seed, step)).
 """
+import json
 import logging
 import math
 import time
@@ -64,6 +65,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   batches = pipeline.train_batches(train_src, cfg.batch_size, cfg.seed, start_step=start,
                                    num_steps=total_steps, mixup_alpha=cfg.mixup_alpha,
                                    num_classes=cfg.model.num_classes)
+  watch = Progress(workdir / "metrics.jsonl", cfg, total_steps, start)
   bar = tqdm(total=total_steps, initial=start, desc=f"{cfg.name}:{cfg.kind}", disable=not progress,
              dynamic_ncols=True, leave=False)
   try:
@@ -79,6 +81,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
                                    f"checkpoint: step {mngr.latest_step()})")
         history.append((done, loss))
         bar.set_postfix(loss=f"{loss:.3f}")
+        watch.log(done, loss)
       bar.update(1)
       if done % cfg.checkpoint_every == 0 or done == total_steps:
         mngr.save(done, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
@@ -101,3 +104,29 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       **results.provenance()}
   results.atomic_write_json(workdir / "metrics.json", metrics)
   return metrics
+
+
+class Progress:
+  """What a long run reports as it goes, every `log_every` steps: a log line (step, loss,
+  learning rate, examples/s, ETA) and the same as one JSON line appended to WORKDIR/metrics.jsonl,
+  so a run can be watched (`tail -f`) or plotted before it ends. A resumed run appends after the
+  lines its first attempt wrote; a step logged twice (between the last checkpoint and a kill) is
+  read from its last line."""
+
+  def __init__(self, path, cfg: TrainConfig, total_steps: int, start: int):
+    self.path, self.cfg, self.total = Path(path), cfg, total_steps
+    self.lr = steps.learning_rate(cfg, total_steps)
+    self.last_step, self.last_time = start, time.time()
+
+  def log(self, step: int, loss: float) -> dict:
+    now = time.time()
+    rate = (step - self.last_step) * self.cfg.batch_size / max(now - self.last_time, 1e-9)
+    eta = (self.total - step) * self.cfg.batch_size / rate if rate > 0 else None
+    line = {"step": step, "train_loss": loss, "lr": float(self.lr(step)), "examples_per_s": round(rate, 1),
+            "eta_s": None if eta is None else round(eta, 1), "time": round(now, 3)}
+    with open(self.path, "a") as f:
+      f.write(json.dumps(line) + "\n")
+    log.info("step %d/%d: loss %.4f, lr %.3g, %.0f examples/s, ETA %s", step, self.total, loss, line["lr"], rate,
+             "-" if eta is None else f"{eta / 60:.1f} min")
+    self.last_step, self.last_time = step, now
+    return line

@@ -84,9 +84,14 @@ def init_params(cfg: TrainConfig, model, sample_images):
   return params
 
 
-def make_optimizer(cfg: TrainConfig, total_steps: int):
-  schedule = optax.warmup_cosine_decay_schedule(
+def learning_rate(cfg: TrainConfig, total_steps: int):
+  """The schedule (step -> learning rate): linear warmup, then cosine decay to 1% of cfg.lr."""
+  return optax.warmup_cosine_decay_schedule(
       0.0, cfg.lr, min(cfg.warmup_steps, max(total_steps - 1, 1)), max(total_steps, 2), cfg.lr * 0.01)
+
+
+def make_optimizer(cfg: TrainConfig, total_steps: int):
+  schedule = learning_rate(cfg, total_steps)
   decay_mask = lambda params: jax.tree_util.tree_map(lambda p: p.ndim >= 2, params)  # kernels only
   return optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
                      optax.adamw(schedule, b1=0.9, b2=0.999, weight_decay=cfg.weight_decay,
