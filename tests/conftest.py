@@ -20,3 +20,11 @@ def smoke_env(tmp_path_factory):
   with pytest.MonkeyPatch.context() as mp:
     smoke_environment(root, mp)
     yield root
+
+
+def pytest_collection_modifyitems(config, items):
+  """The notebook smoke files first: each is a chain of several minutes, and pytest-xdist's
+  loadfile hands files out in collection order, so starting them last left one worker running
+  a notebook chain alone at the end of the suite."""
+  first = ("test_notebooks.py", "test_notebooks_video.py")
+  items.sort(key=lambda item: item.path.name not in first)  # stable: the rest keep their order
