@@ -56,8 +56,27 @@ def _check_common(cfg, positive, depth_name: str):
   return need
 
 
+class _Derived:
+  """What ViTConfig and ViViTConfig derive alike from width, depth, experts and routers (for
+  ViViT: of its spatial transformer, the one MoNE routes)."""
+
+  @property
+  def mlp_dim(self) -> int:
+    return self.mlp_ratio * self.width
+
+  @property
+  def expert_widths(self) -> tuple[int, ...]:
+    return capacity_lib.expert_widths(self.width, self.num_experts)
+
+  @property
+  def router_layers(self) -> tuple[int, ...]:
+    """Layers where a router re-decides the assignment, evenly spaced from router_layer."""
+    span = self.depth - self.router_layer
+    return tuple(self.router_layer + (r * span) // self.num_routers for r in range(self.num_routers))
+
+
 @dataclasses.dataclass(frozen=True)
-class ViTConfig:
+class ViTConfig(_Derived):
   """A ViT whose blocks contain E nested experts of widths D/2^(E-1), ..., D/2, D."""
   name: str = "S/16"
   image_size: int = 224     # H = W in pixels
@@ -84,19 +103,6 @@ class ViTConfig:
   def num_tokens(self) -> int:
     return (self.image_size // self.patch_size) ** 2
 
-  @property
-  def mlp_dim(self) -> int:
-    return self.mlp_ratio * self.width
-
-  @property
-  def expert_widths(self) -> tuple[int, ...]:
-    return capacity_lib.expert_widths(self.width, self.num_experts)
-
-  @property
-  def router_layers(self) -> tuple[int, ...]:
-    """Layers where a router re-decides the assignment, evenly spaced from router_layer."""
-    span = self.depth - self.router_layer
-    return tuple(self.router_layer + (r * span) // self.num_routers for r in range(self.num_routers))
 
 
 def _build(cls, base: dict, overrides: dict):
@@ -138,7 +144,7 @@ TEMPORAL_DEPTHS = {"tiny": 1, "XS": 2, "S": 4, "B": 4, "L": 4}
 
 
 @dataclasses.dataclass(frozen=True)
-class ViViTConfig:
+class ViViTConfig(_Derived):
   """A ViViT factorised encoder whose *spatial* blocks hold E nested experts (Sec. 4.4).
 
   The temporal transformer has the same width, heads and MLP ratio as the spatial one and
@@ -180,19 +186,6 @@ class ViViTConfig:
     """T': temporal indices, each a spatial transformer pass of N tokens."""
     return self.num_frames // self.tubelet_size
 
-  @property
-  def mlp_dim(self) -> int:
-    return self.mlp_ratio * self.width
-
-  @property
-  def expert_widths(self) -> tuple[int, ...]:
-    return capacity_lib.expert_widths(self.width, self.num_experts)
-
-  @property
-  def router_layers(self) -> tuple[int, ...]:
-    """Spatial layers where a router re-decides the assignment, evenly spaced."""
-    span = self.depth - self.router_layer
-    return tuple(self.router_layer + (r * span) // self.num_routers for r in range(self.num_routers))
 
 
 def vivit(variant: str = "B/16x2", **overrides) -> ViViTConfig:
