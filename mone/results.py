@@ -22,9 +22,26 @@ def results_root() -> Path:
   return Path(os.environ.get("MONE_RESULTS_DIR", RESULTS))
 
 
+def is_local(path) -> bool:
+  """Whether path is on this machine's file system (not gs://... or another etils.epath scheme)."""
+  return "://" not in str(path)
+
+
+def as_path(path):
+  """A pathlib.Path for a local path, an etils.epath.Path for any other (gs://bucket/run)."""
+  if is_local(path):
+    return Path(path)
+  from etils import epath
+  return epath.Path(path)
+
+
 def atomic_write_text(path, text: str) -> None:
   """Writes via a temporary file in the same folder and os.replace: a reader (or a run killed
-  mid-write) sees either the old file or the complete new one, never half of one."""
+  mid-write) sees either the old file or the complete new one, never half of one. (An object
+  store such as gs:// writes each object whole: there the file is written directly.)"""
+  if not is_local(path):
+    as_path(path).write_text(text)
+    return
   path = Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
   fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -42,10 +59,14 @@ def atomic_write_text(path, text: str) -> None:
 
 def _jsonable(x, for_hash: bool = False):
   """Plain JSON types. for_hash leaves out fields added later that still hold their old
-  default (config._added), so a new field renames no committed run file."""
+  default (config._added), so a new field renames no committed run file, and fields marked
+  `hash_omit` (what a run reports, not what it computes)."""
+  def hashed(f):
+    return not (f.metadata.get("hash_omit") or
+                (f.metadata.get("hash_omit_default") and getattr(x, f.name) == f.default))
   if dataclasses.is_dataclass(x):
     return {f.name: _jsonable(getattr(x, f.name), for_hash) for f in dataclasses.fields(x)
-            if not (for_hash and f.metadata.get("hash_omit_default") and getattr(x, f.name) == f.default)}
+            if not for_hash or hashed(f)}
   if isinstance(x, dict):
     return {str(k): _jsonable(v, for_hash) for k, v in x.items()}
   if isinstance(x, (list, tuple)):
@@ -57,8 +78,25 @@ def _jsonable(x, for_hash: bool = False):
   return x
 
 
+SIGNIFICANT_DIGITS = 6  # every float a results file holds
+
+
+def rounded(x):
+  """x with every float rounded to SIGNIFICANT_DIGITS significant digits. Far more than any claim
+  needs (accuracies are counts over at most 10^4 examples), and few enough that the last-bit
+  differences between processors (XLA's CPU code, SLSQP's capacities) do not reach the files."""
+  if isinstance(x, float):
+    return float(f"{x:.{SIGNIFICANT_DIGITS}g}")
+  if isinstance(x, dict):
+    return {k: rounded(v) for k, v in x.items()}
+  if isinstance(x, list):
+    return [rounded(v) for v in x]
+  return x
+
+
 def atomic_write_json(path, obj) -> None:
-  atomic_write_text(path, json.dumps(_jsonable(obj), indent=1, sort_keys=True) + "\n")
+  """obj as JSON (floats `rounded`), written atomically."""
+  atomic_write_text(path, json.dumps(rounded(_jsonable(obj)), indent=1, sort_keys=True) + "\n")
 
 
 def read_json(path):

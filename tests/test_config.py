@@ -56,7 +56,10 @@ def test_fields_added_later_keep_old_hashes():
   assert cfg.model.head_zeroinit is True
   legacy = results._jsonable(cfg)
   del legacy["model"]["head_zeroinit"]  # the config as hashed before these fields existed
-  del legacy["adaptive_e_c"]
+  del legacy["model"]["alpha_bounded"]
+  del legacy["adaptive_e_c"], legacy["num_val"]
+  for reporting in ("data_dir", "log_every", "eval_every", "checkpoint_every", "keep_checkpoints"):
+    del legacy[reporting]  # never hashed (see the next test)
   blob = json.dumps(legacy, sort_keys=True).encode()
   assert results.config_hash(cfg) == hashlib.sha256(blob).hexdigest()[:12]
   changed = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, head_zeroinit=False))
@@ -64,6 +67,36 @@ def test_fields_added_later_keep_old_hashes():
   assert recipes.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
   fewer = recipes.apply_overrides(cfg, ["adaptive_e_c=(0.3, 0.4)"])
   assert fewer.adaptive_e_c == (0.3, 0.4) and results.config_hash(fewer) != results.config_hash(cfg)
+
+
+def test_what_a_run_reports_is_not_hashed_but_its_validation_split_is():
+  """Where the data lives, how often a run logs, evaluates its curve or checkpoints: the same
+  run, the same hash (a run trained elsewhere is found). num_val moves digits out of the
+  training pool: another run."""
+  from mone import results
+  from mone.train import recipes
+  cfg = recipes.digits64()
+  for reporting in ({"eval_every": 7}, {"log_every": 3}, {"checkpoint_every": 9}, {"keep_checkpoints": 5}):
+    assert results.config_hash(recipes.apply_overrides(cfg, reporting)) == results.config_hash(cfg)
+  paper = recipes.imagenet21k()
+  assert results.config_hash(recipes.apply_overrides(paper, {"data_dir": "gs://bucket/tfds"})) == \
+      results.config_hash(paper)
+  assert results.config_hash(recipes.apply_overrides(cfg, {"num_val": 100})) != results.config_hash(cfg)
+  for bad, match in (({"num_val": -1}, "num_val must be an integer >= 0"),
+                     ({"eval_every": 1.5}, "eval_every must be an integer >= 0")):
+    with pytest.raises(ValueError, match=match):
+      recipes.apply_overrides(cfg, bad)
+  with pytest.raises(ValueError, match="num_val .* is for dataset=digits"):
+    recipes.apply_overrides(recipes.video_temporal(), {"num_val": 100})
+
+
+def test_alpha_is_bounded_except_in_the_sizes_trained_before_the_bound():
+  assert config.vit("mini/8").alpha_bounded and config.vit("S/16").alpha_bounded
+  assert config.vivit("B/16x2").alpha_bounded and config.vit("tiny/8").alpha_bounded
+  assert not config.vit("XS/4").alpha_bounded and not config.vivit("XS/4x2").alpha_bounded
+  assert config.vit("mini/8").expert_widths == (16, 32, 64, 128)
+  with pytest.raises(ValueError, match="alpha_bounded must be True or False"):
+    config.vit("mini/8", alpha_bounded=1)
 
 
 def test_a_new_model_size_keeps_the_recipes_classifier_init():
@@ -127,3 +160,18 @@ def test_a_config_can_come_from_a_python_file(tmp_path):
     recipes.get_config(str(tmp_path / "bad.py"))
   with pytest.raises(ValueError, match="does not exist"):
     recipes.get_config(str(tmp_path / "missing.py"))
+
+
+def test_every_committed_run_file_is_named_by_the_hash_of_its_config():
+  """A change to what the hash covers must rename the committed runs (scripts/rehash_runs.py),
+  or the chapters would silently stop finding them."""
+  from pathlib import Path
+
+  from mone import results
+  from mone.train import recipes
+  runs = sorted((Path(__file__).resolve().parent.parent / "results" / "runs").glob("*.json"))
+  assert len(runs) >= 40
+  for path in runs:
+    run = json.loads(path.read_text())
+    h = results.config_hash(recipes.from_json(run["config"]))
+    assert path.name == f"{run['name']}-{run['kind']}-{h}.json" and run["config_hash"] == h, path.name

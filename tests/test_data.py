@@ -49,10 +49,24 @@ def test_train_and_test_images_draw_from_disjoint_pools(monkeypatch):
   # ...and a split's images ask for their own pool only (mnist_pool is the module's only
   # source of digits, for the labelled digit and the distractors alike).
   asked = []
-  monkeypatch.setattr(digits_lib, "mnist_pool", lambda s: asked.append(s) or mnist_pool(s))
+  monkeypatch.setattr(digits_lib, "mnist_pool", lambda s, h=False: asked.append((s, h)) or mnist_pool(s, h))
   make_uncached("test", 20)
   make_uncached("train", 20)
-  assert asked == ["test", "train"]
+  make_uncached("val", 20)
+  make_uncached("train", 20, holdout_val=True)
+  assert asked == [("test", False), ("train", False), ("val", False), ("train", True)]
+
+
+def test_the_validation_pool_is_held_out_of_training_and_test():
+  """50 digits per class validate; a training set with a validation split never sees them."""
+  key = lambda pool: {x.tobytes() for x in pool[0]}
+  train, held, val, test = (key(mnist_pool("train")), key(mnist_pool("train", holdout_val=True)),
+                            key(mnist_pool("val")), key(mnist_pool("test")))
+  assert len(val) == 500 and len(held) == 3500 and len(train) == 4000
+  assert held | val == train and not held & val and not val & test
+  assert np.array_equal(np.bincount(mnist_pool("val")[1]), np.full(10, 50))
+  with pytest.raises(ValueError, match="split must be"):
+    mnist_pool("validation")
 
 
 def test_mask_is_exactly_the_labelled_digit(monkeypatch):
@@ -60,7 +74,7 @@ def test_mask_is_exactly_the_labelled_digit(monkeypatch):
   # painted on top: the mask must be that square and the image inside it one colour.
   box = np.zeros((10, 28, 28), np.uint8)
   box[:, 4:24, 4:24] = 255
-  monkeypatch.setattr(digits_lib, "mnist_pool", lambda s: (box, np.arange(10, dtype=np.int32)))
+  monkeypatch.setattr(digits_lib, "mnist_pool", lambda s, h=False: (box, np.arange(10, dtype=np.int32)))
   d = make_uncached("train", 40)
   for img, mask in zip(d["image"], d["mask"]):
     ys, xs = np.nonzero(mask)
@@ -90,7 +104,7 @@ def test_token_mask():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(split="val", num=5), "split"), (dict(split="train", num=0), "num"),
+    (dict(split="validation", num=5), "split"), (dict(split="train", num=0), "num"),
     (dict(split="train", num=5, image_size=20), "image_size"),
     (dict(split="train", num=5, seed=-1), "seed")])
 def test_make_digits_rejects_bad_arguments(kwargs, name):

@@ -100,3 +100,22 @@ def test_bad_input_is_refused_with_the_parameter_named():
     enc.init(jax.random.key(0), X, width_index=4)
   with pytest.raises(ValueError, match="capacities"):
     enc.init(jax.random.key(0), X, (0.5, 0.5))
+
+
+def test_eq1_alpha_stays_in_the_papers_range_and_learns_from_zero():
+  raw = jnp.array([-2.0, 0.0, 0.3, 1.0, 5.0])
+  np.testing.assert_array_equal(np.asarray(nested.eq1_alpha(raw)), [0, 0, np.float32(0.3), nested.ALPHA_MAX,
+                                                                     nested.ALPHA_MAX])
+  assert nested.ALPHA_MAX < 1 and np.float32(nested.ALPHA_MAX) < 1
+  np.testing.assert_array_equal(np.asarray(nested.eq1_alpha(raw, bounded=False)), np.asarray(raw))
+  # At its initial value 0 the parameter still gets a gradient, so alpha can grow.
+  assert float(jax.grad(lambda a: nested.eq1_alpha(a))(0.0)) > 0
+  # In the encoder: a raw alpha far outside [0, 1) acts as the bound's edge.
+  model = UserModel(router_layers=(1,))
+  b = capacity.budget("mone", 0.3)
+  params = model.init(jax.random.key(0), X, b.capacities)["params"]
+  out = lambda a: np.asarray(model.apply({"params": {**params, "encoder": {**params["encoder"], "alpha": a}}},
+                                         X, b.capacities)[0])
+  np.testing.assert_array_equal(out(jnp.float32(-3.0)), out(jnp.float32(0.0)))
+  np.testing.assert_array_equal(out(jnp.float32(7.0)), out(jnp.float32(nested.ALPHA_MAX)))
+  assert not np.array_equal(out(jnp.float32(0.0)), out(jnp.float32(0.5)))

@@ -10,6 +10,7 @@ import pytest
 
 from mone import flops
 from mone.models import vit
+from mone.data import sources
 from mone.train import checkpoints, evaluation, loop, recipes, steps
 
 REPO = Path(__file__).resolve().parent.parent
@@ -158,6 +159,33 @@ def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_pa
   experiments.trained_params(cfg)
   out = capsys.readouterr().out
   assert "note: smoke (vit) was retrained on cpu" in out and "NVIDIA H100" in out
+
+
+def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
+  cfg = tiny(kind="vit", eval_every=2, log_every=1, num_val=32)
+  m = loop.train(cfg, tmp_path / "run", progress=False)
+  curve = m["curve"]
+  assert [p["step"] for p in curve] == [2, 4, 6]
+  assert curve[1]["train_loss"] == pytest.approx(np.mean([loss for s, loss in m["history"] if s in (3, 4)]))
+  assert all(0 <= p[k] <= 1 for p in curve for k in ("train_accuracy", "val_accuracy"))
+  # The curve's points are evaluations of the model as it was at their step: the last equals
+  # a fresh evaluation of the final weights on the same images.
+  src = sources.validation_source(cfg)
+  model = steps.build_model(cfg)
+  assert curve[-1]["val_accuracy"] == evaluation.evaluate(cfg, model, checkpoints.load_params(tmp_path / "run"),
+                                                          src)["accuracy"]
+  lines = [json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+  assert [l["step"] for l in lines if "val_accuracy" in l] == [2, 4, 6]
+  # Killed after step 3's checkpoint: the resumed run's curve is the uninterrupted one.
+  import shutil
+  shutil.rmtree(tmp_path / "run" / "checkpoints" / "6")
+  (tmp_path / "run" / "metrics.json").unlink()
+  again = loop.train(cfg, tmp_path / "run", progress=False)
+  assert again["resumed_from_step"] == 3 and again["curve"] == curve
+  # Without a validation split the curve still tracks training; without eval_every there is none.
+  no_val = loop.train(tiny(kind="vit", eval_every=3), tmp_path / "no_val", progress=False)
+  assert [p["val_accuracy"] for p in no_val["curve"]] == [None, None]
+  assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
 
 
 def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):

@@ -165,7 +165,7 @@ def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   if recompute or not (wd / "metrics.json").exists():
     fresh = loop.train(cfg, wd, progress=True)
     path = run_path(cfg)
-    if path.exists() and (old := results.read_json(path))["accuracy"] != fresh["accuracy"]:
+    if path.exists() and (old := results.read_json(path))["accuracy"] != results.rounded(fresh["accuracy"]):
       print(f"note: {cfg.name} ({cfg.kind}) was retrained on {fresh['device']['kind']} for its weights: "
             f"{100 * fresh['accuracy']:.1f}% accuracy, vs {100 * old['accuracy']:.1f}% in {path.name} "
             f"(trained on {old.get('device', {}).get('kind', 'an unrecorded device')})")

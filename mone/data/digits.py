@@ -8,7 +8,8 @@ only some tokens carry the label and many are background or clutter: the setting
 which routing tokens to nested experts of different sizes can pay off. `mask` marks the
 labelled digit's own pixels, so one can score which tokens a router sends to the full
 expert (`token_mask`). Train and test images draw digits (labelled and distractor) only
-from the disjoint `mnist_pool('train')` and `mnist_pool('test')` pools respectively.
+from the disjoint `mnist_pool('train')` and `mnist_pool('test')` pools respectively; a validation
+split draws from `mnist_pool('val')`, which the training pool then leaves out.
 """
 import functools
 
@@ -31,7 +32,7 @@ _MAX_FRAGMENTS = 2  # distractor slots per image, each used with probability _P_
 _P_FRAGMENT = 0.5
 _FRAGMENT = 10  # side of a distractor crop in MNIST pixels: half a digit, never a whole one
 _CHUNK = 256  # images per rng stream: bounds memory and makes smaller sets prefixes of larger
-_SPLIT_IDS = {"train": 0, "test": 1}
+_SPLIT_IDS = {"train": 0, "test": 1, "val": 2}
 
 
 @functools.lru_cache(maxsize=None)
@@ -129,18 +130,20 @@ def _chunk(rng, digits, labels, index, image_size):
 
 
 @functools.lru_cache(maxsize=16)
-def make_digits(split: str, num: int, image_size: int = 48, seed: int = 0) -> dict:
+def make_digits(split: str, num: int, image_size: int = 48, seed: int = 0, holdout_val: bool = False) -> dict:
   """Returns {'image': uint8 [num, S, S, 3], 'label': int32 [num], 'mask': bool [num, S, S]}.
 
+  split: 'train', 'val' or 'test', each drawing digits from its own MNIST pool; with
+  holdout_val=True the train split leaves out the validation pool's digits (`mnist_pool`).
   Deterministic in its arguments; make_digits(split, n) is a prefix of make_digits(split, m)
   for n <= m. The arrays are cached and read-only: copy before modifying.
   """
   if split not in _SPLIT_IDS:
-    raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    raise ValueError(f"split must be one of {sorted(_SPLIT_IDS)}, got {split!r}")
   for name, value, low in (("num", num, 1), ("image_size", image_size, 28), ("seed", seed, 0)):
     if not isinstance(value, (int, np.integer)) or value < low:
       raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-  digits, labels = mnist_pool(split)
+  digits, labels = mnist_pool(split, holdout_val)
   # Labelled digits in concatenated permutations of the pool: classes stay balanced.
   order_rng = np.random.default_rng([seed, _SPLIT_IDS[split]])
   chunks = -(-num // _CHUNK)  # whole chunks, truncated at the end: prefixes stay stable

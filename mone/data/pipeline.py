@@ -50,10 +50,32 @@ class ArraySource:
     return {k: v[indices] for k, v in self.arrays.items()}
 
 
+class Subset:
+  """The first `num` examples of a source (e.g. the fixed training images a learning curve
+  scores), with the source's own preprocessing (epoch 0's for a TFDS training source)."""
+
+  def __init__(self, source, num: int):
+    if not 1 <= num:
+      raise ValueError(f"num must be >= 1, got {num}")
+    self.source, self.num = source, min(num, len(source))
+
+  def __len__(self):
+    return self.num
+
+  def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+    if not 0 <= i < self.num:
+      raise IndexError(f"index {i} out of range [0, {self.num})")
+    return self.source[i]
+
+  def get_batch(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+    return _get_batch(self.source, np.asarray(indices), epoch=0)
+
+
 def digits_sources(image_size: int = 48, num_train: int = 10000, num_test: int = 2000,
-                   seed: int = 0) -> tuple[ArraySource, ArraySource]:
-  """(train, test) sources of the embedded cluttered-digits dataset (`mone.data.digits`)."""
-  return (ArraySource(digits_lib.make_digits("train", num_train, image_size, seed)),
+                   seed: int = 0, holdout_val: bool = False) -> tuple[ArraySource, ArraySource]:
+  """(train, test) sources of the embedded cluttered-digits dataset (`mone.data.digits`);
+  holdout_val=True leaves the validation digits out of the training images."""
+  return (ArraySource(digits_lib.make_digits("train", num_train, image_size, seed, holdout_val)),
           ArraySource(digits_lib.make_digits("test", num_test, image_size, seed)))
 
 
@@ -73,7 +95,8 @@ class TFDSImageSource:
     # Checked here because tfds.data_source on a missing dataset tries to *build* it.
     base, _, version = name.partition(":")
     info = os.path.join(data_dir or "", base, version or "*", "dataset_info.json")
-    if not data_dir or not os.path.isdir(data_dir) or not glob.glob(info):
+    local = "://" not in (data_dir or "")  # a gs://... data_dir is left to TFDS to check
+    if not data_dir or local and (not os.path.isdir(data_dir) or not glob.glob(info)):
       raise FileNotFoundError(
           f"no prepared TFDS dataset {name!r} in data_dir={data_dir!r} (looked for {info}); "
           f"prepare it with file_format='array_record' (e.g. `tfds build {base} "
@@ -229,15 +252,30 @@ def _mixup(batch, alpha: float, num_classes: int, rng, eye=None):
   return batch
 
 
+def _check_process(batch_size: int, process_index: int, process_count: int) -> int:
+  """The rows of a global batch of batch_size that one of process_count processes loads."""
+  if process_count < 1 or not 0 <= process_index < process_count:
+    raise ValueError(f"process_index must be in [0, process_count={process_count}), got {process_index}")
+  if batch_size % process_count:
+    raise ValueError(f"batch_size={batch_size} (the global batch) must be divisible by the number of "
+                     f"processes ({process_count})")
+  return batch_size // process_count
+
+
 def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
                   num_steps: int | None = None, mixup_alpha: float = 0.0,
-                  num_classes: int | None = None, prefetch: int = 2):
+                  num_classes: int | None = None, prefetch: int = 2,
+                  process_index: int = 0, process_count: int = 1):
   """Yields (step, batch) for step = start_step, ..., num_steps - 1 (forever if None).
 
   `num_steps` is the total length of training, not a count from start_step, so a resumed
   run stops where an uninterrupted one would. Each epoch drops its last incomplete batch.
   With num_classes, batches carry `soft_label` float32 [B, num_classes] (one-hot, or the
   mixup mixture when mixup_alpha > 0).
+  Multi-process: batch_size is the global batch; process i of n loads only rows
+  [i B/n, (i+1) B/n) of each (the global batches stay a function of (seed, step), so the
+  processes' shards, concatenated in process order, are the single-process batch). Mixup then
+  pairs examples within a process's rows.
   """
   n = len(source)
   steps_per_epoch = n // batch_size if batch_size >= 1 else 0
@@ -252,6 +290,9 @@ def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
   if num_classes is not None and num_classes < 1:
     raise ValueError(f"num_classes must be >= 1, got {num_classes}")
 
+  local = _check_process(batch_size, process_index, process_count)
+  first = process_index * local
+
   # One-hot rows of one identity built per run, not per step: ImageNet-21k's is 21,843^2
   # float32, 1.8 GiB.
   eye = np.eye(num_classes, dtype=np.float32) if num_classes is not None else None
@@ -262,7 +303,8 @@ def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
       epoch, offset = divmod(step, steps_per_epoch)
       if epoch != perm_epoch:
         perm, perm_epoch = np.random.default_rng([seed, epoch]).permutation(n), epoch
-      batch = _get_batch(source, perm[offset * batch_size:(offset + 1) * batch_size], epoch)
+      rows = perm[offset * batch_size:(offset + 1) * batch_size][first:first + local]
+      batch = _get_batch(source, rows, epoch)
       if mixup_alpha > 0:
         rng = np.random.default_rng([seed, epoch, offset, _MIXUP_TAG])
         batch = _mixup(batch, mixup_alpha, num_classes, rng, eye)
@@ -274,21 +316,25 @@ def train_batches(source, batch_size: int, seed: int, start_step: int = 0,
   return Prefetch(batches(), prefetch)
 
 
-def eval_batches(source, batch_size: int, prefetch: int = 2):
+def eval_batches(source, batch_size: int, prefetch: int = 2, process_index: int = 0, process_count: int = 1):
   """Yields every example once, in order, in batches padded to batch_size.
 
   Padding repeats example 0 and is marked by `valid` bool [B] = False, so a jitted eval step
-  sees one static shape and the metrics can ignore the padding.
+  sees one static shape and the metrics can ignore the padding. Multi-process: process i of n
+  loads rows [i B/n, (i+1) B/n) of each global batch, so every process runs the same number
+  of batches (some of them padding only) and the evaluation is split evenly.
   """
   n = len(source)
   if batch_size < 1:
     raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  local = _check_process(batch_size, process_index, process_count)
+  rows = slice(process_index * local, (process_index + 1) * local)
 
   def batches():
     for start in range(0, n, batch_size):
       idx = np.arange(start, min(start + batch_size, n))
-      valid = np.arange(batch_size) < len(idx)
-      batch = _get_batch(source, np.pad(idx, (0, batch_size - len(idx))), epoch=0)
+      valid = (np.arange(batch_size) < len(idx))[rows]
+      batch = _get_batch(source, np.pad(idx, (0, batch_size - len(idx)))[rows], epoch=0)
       batch["valid"] = valid
       yield batch
 

@@ -2,6 +2,7 @@
 import functools
 from pathlib import Path
 
+from mone import results
 from mone.train import recipes
 
 
@@ -11,7 +12,7 @@ def check_data(cfg: recipes.TrainConfig):
     if not cfg.data_dir:
       raise ValueError(f"config {cfg.name!r}: dataset={cfg.dataset} ({cfg.tfds_name}) reads a prepared "
                        "TFDS data_dir; set data_dir=PATH")
-    if not Path(cfg.data_dir).is_dir():
+    if results.is_local(cfg.data_dir) and not Path(cfg.data_dir).is_dir():  # gs://...: TFDS checks it
       raise ValueError(f"config {cfg.name!r}: data_dir={cfg.data_dir!r} is not a directory")
 
 
@@ -21,7 +22,8 @@ def data_sources(cfg: recipes.TrainConfig):
   check_data(cfg)
   m = cfg.model
   if cfg.dataset == "digits":
-    return pipeline.digits_sources(m.image_size, cfg.num_train, cfg.num_test, cfg.data_seed)
+    return pipeline.digits_sources(m.image_size, cfg.num_train, cfg.num_test, cfg.data_seed,
+                                   holdout_val=cfg.num_val > 0)
   if cfg.dataset == "tfds":
     mk = functools.partial(pipeline.TFDSImageSource, cfg.tfds_name, data_dir=cfg.data_dir,
                            image_size=m.image_size, seed=cfg.seed)
@@ -37,6 +39,14 @@ def data_sources(cfg: recipes.TrainConfig):
                            seed=cfg.seed, flip=cfg.flip)
     return mk(cfg.train_split, train=True), mk(cfg.eval_split, train=False, num_clips=cfg.num_clips)
   raise ValueError(f"dataset must be one of {recipes.DATASETS}, got {cfg.dataset!r}")
+
+
+def validation_source(cfg: recipes.TrainConfig):
+  """The validation split of a config with one (num_val > 0; digits only), else None."""
+  if cfg.num_val == 0:
+    return None
+  from mone.data import digits, pipeline
+  return pipeline.ArraySource(digits.make_digits("val", cfg.num_val, cfg.model.image_size, cfg.data_seed))
 
 
 def inputs(batch: dict):

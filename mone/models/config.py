@@ -13,13 +13,17 @@ from mone import capacity as capacity_lib
 # name: (width D, depth, heads). S/B/L follow ViT (Dosovitskiy et al., 2021).
 SIZES = {
     "tiny": (32, 2, 2),   # unit tests
-    "XS": (64, 4, 4),     # default CPU profile
+    "XS": (64, 4, 4),     # the first CPU profile (its smallest expert is 8 wide)
+    "mini": (128, 4, 4),  # the recalibrated CPU profile: smallest expert 16 wide (issue 24)
     "S": (384, 12, 6),
     "B": (768, 12, 12),
     "L": (1024, 24, 16),
 }
 PAPER_SIZES = ("S", "B", "L")
 ROUTERS = ("learned", "random")
+# Sizes whose committed runs were trained with Eq. 1's alpha unconstrained; every other size
+# gets the paper's alpha in [0, 1) (see `alpha_bounded`).
+UNBOUNDED_ALPHA_SIZES = ("XS",)
 
 
 KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.vit.make_model)
@@ -53,6 +57,7 @@ def _check_common(cfg, positive, depth_name: str):
        f"{cfg.router_layer} and {depth_name}={cfg.depth}, got {cfg.num_routers}")
   need(cfg.router in ROUTERS, f"router must be one of {ROUTERS}, got {cfg.router!r}")
   need(isinstance(cfg.head_zeroinit, bool), f"head_zeroinit must be True or False, got {cfg.head_zeroinit!r}")
+  need(isinstance(cfg.alpha_bounded, bool), f"alpha_bounded must be True or False, got {cfg.alpha_bounded!r}")
   return need
 
 
@@ -93,6 +98,9 @@ class ViTConfig(_Derived):
   router: str = "learned"   # "learned": softmax(W_r x + b_r); "random": same capacities, random tokens
   mod_capacity: float = 0.125  # MoD baseline: fraction of tokens its routed layers process
   head_zeroinit: bool = _added(True)  # classifier kernel: zeros (ViT, big_vision) or lecun_normal
+  # Eq. 1's alpha: True keeps it in [0, 1) as the paper states (`mone.models.nested.eq1_alpha`);
+  # False leaves it unconstrained, as the XS runs committed before the bound were trained.
+  alpha_bounded: bool = _added(False)
 
   def __post_init__(self):
     need = _check_common(self, ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
@@ -129,7 +137,8 @@ def vit(variant: str = "S/16", **overrides) -> ViTConfig:
   """
   size, patch = _parse_variant(variant)
   width, depth, heads = SIZES[size]
-  base = dict(name=variant, patch_size=patch, width=width, depth=depth, num_heads=heads)
+  base = dict(name=variant, patch_size=patch, width=width, depth=depth, num_heads=heads,
+              alpha_bounded=size not in UNBOUNDED_ALPHA_SIZES)
   if size not in PAPER_SIZES:
     base.update(image_size=32, num_classes=10)
   return _build(ViTConfig, base, overrides)
@@ -140,7 +149,7 @@ def vit(variant: str = "S/16", **overrides) -> ViTConfig:
 # ------------------------------------------------------------------------------
 # Temporal transformer depth per size; the spatial one is SIZES' depth. B and L follow
 # ViViT-B/L FE (12 + 4 and 24 + 4 layers).
-TEMPORAL_DEPTHS = {"tiny": 1, "XS": 2, "S": 4, "B": 4, "L": 4}
+TEMPORAL_DEPTHS = {"tiny": 1, "XS": 2, "mini": 2, "S": 4, "B": 4, "L": 4}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +177,7 @@ class ViViTConfig(_Derived):
   num_routers: int = 1
   router: str = "learned"
   head_zeroinit: bool = _added(True)  # classifier kernel: zeros, or lecun_normal (see vivit.ClsHead)
+  alpha_bounded: bool = _added(False)  # Eq. 1's alpha in [0, 1) (paper) or unconstrained (see ViTConfig)
 
   def __post_init__(self):
     need = _check_common(self, ("num_frames", "tubelet_size", "image_size", "patch_size", "channels",
@@ -202,7 +212,8 @@ def vivit(variant: str = "B/16x2", **overrides) -> ViViTConfig:
                      f"{list(SIZES)}, e.g. 'B/16x2'; got {variant!r}")
   width, depth, heads = SIZES[size]
   base = dict(name=variant, patch_size=int(patch), tubelet_size=int(tubelet), width=width,
-              depth=depth, temporal_depth=TEMPORAL_DEPTHS[size], num_heads=heads)
+              depth=depth, temporal_depth=TEMPORAL_DEPTHS[size], num_heads=heads,
+              alpha_bounded=size not in UNBOUNDED_ALPHA_SIZES)
   if size not in PAPER_SIZES:
     base.update(num_frames=8, image_size=32, num_classes=10)
   return _build(ViViTConfig, base, overrides)

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mone.models import layers, routing, vit
+from mone.models import layers, nested, routing, vit
 from mone.models.config import ViTConfig
 
 
@@ -66,7 +66,7 @@ def masked_apply(variables, config: ViTConfig, images, capacities, drop_smallest
       d_tok = widths[assignment]
       valid = d_tok > 0
       if cfg.router == "learned":
-        mult = p["alpha"] * jnp.take_along_axis(probs, assignment[..., None], -1)[..., 0] + 1.0
+        mult = nested.eq1_alpha(p["alpha"], cfg.alpha_bounded) * jnp.take_along_axis(probs, assignment[..., None], -1)[..., 0] + 1.0
     x = _masked_block(p[f"block_{l}"], x, d_tok, mult, cfg.num_heads, valid)
   logits = layers.Head(cfg.num_classes).apply({"params": p["head"]}, x)
   return logits, aux

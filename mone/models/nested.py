@@ -26,6 +26,7 @@ projection is a plain matmul per group with a sliced weight: no masking, padding
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mone import capacity as capacity_lib
 from mone.models import routing
@@ -66,9 +67,19 @@ def ungroup(groups, hs, live, widths, perm=None):
   return xp if perm is None else jnp.take_along_axis(xp, jnp.argsort(perm, axis=1)[..., None], axis=1)
 
 
+def eq1_alpha(raw, bounded: bool = True):
+  """Eq. 1's alpha from its parameter: the paper's alpha in [0, 1), or (bounded=False) the raw
+  value, as the first XS runs were trained. The parameter starts at 0, the bound's edge: clip
+  passes half the gradient there (JAX splits a tie), so alpha can still grow from 0."""
+  return jnp.clip(raw, 0.0, ALPHA_MAX) if bounded else raw
+
+
+ALPHA_MAX = float(np.nextafter(np.float32(1), np.float32(0)))  # the largest float32 below 1
+
+
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
            patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
-           router="learned"):
+           router="learned", alpha_bounded=True):
   """The nested-expert layers, run inside `module`'s compact method: its parameters
   ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
   models' parameter names (and every committed checkpoint) as they were.
@@ -104,7 +115,8 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
     raise ValueError("width_index selects a MatViT sub-model; a routed model takes capacities")
   caps = capacity_lib.check_capacities(capacities, num_experts)
   counts = routing.expert_counts(caps, x.shape[1])
-  alpha = module.param("alpha", nn.initializers.zeros, ())  # Eq. 1; 0 keeps the start stable
+  # Eq. 1; alpha = 0 at the start keeps every token's factor at 1, a stable start.
+  alpha = eq1_alpha(module.param("alpha", nn.initializers.zeros, ()), alpha_bounded)
   ones = [] if full is None else [jnp.ones(full.shape[:2], x.dtype)]  # full's Eq. 1 factor: unrouted
   for block in blocks[:router_layers[0]]:  # before the first router: dense
     *pre, x = block(pre + [x], pre_w + (D,))
@@ -129,7 +141,8 @@ def fields(cfg) -> dict:
   """The `encode` / `NestedEncoder` fields of a `mone.models.config` ViT or ViViT config (for a
   ViViT, its spatial transformer)."""
   return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
-              num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router)
+              num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router,
+              alpha_bounded=cfg.alpha_bounded)
 
 
 class NestedEncoder(nn.Module):
@@ -149,6 +162,7 @@ class NestedEncoder(nn.Module):
   num_experts: int = 4
   router_layers: tuple[int, ...] = (0,)
   router: str = "learned"
+  alpha_bounded: bool = True  # Eq. 1's alpha in [0, 1), as the paper states
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
@@ -160,4 +174,4 @@ class NestedEncoder(nn.Module):
     return encode(self, x, capacities, full=full, width_index=width_index, drop_smallest=drop_smallest,
                   patch_order=patch_order, width=self.width, depth=self.depth, num_heads=self.num_heads,
                   mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
-                  router=self.router)
+                  router=self.router, alpha_bounded=self.alpha_bounded)

@@ -94,7 +94,7 @@ class ViViT(nn.Module):
   @nn.compact
   def __call__(self, video, capacities=None, *, width_index=None, drop_smallest=False):
     cfg = self.config
-    D, widths, n, nt = cfg.width, cfg.expert_widths, cfg.num_tokens, cfg.num_temporal
+    D, n, nt = cfg.width, cfg.num_tokens, cfg.num_temporal
     x = TubeletEmbed(cfg, name="embed")(video)  # [B T', N, D]
     cls = self.param("spatial_cls", nn.initializers.zeros, (1, 1, D))
     cls = jnp.broadcast_to(cls, (x.shape[0], 1, D))  # one per temporal index, shared weights

@@ -1,7 +1,6 @@
 """The training command line: python -m mone.train --config NAME --workdir DIR [key=value ...]."""
 import argparse
 import logging
-from pathlib import Path
 
 import jax
 
@@ -15,26 +14,42 @@ def main(argv=None):
   parser.add_argument("--config", required=True,
                       help=f"one of {sorted(recipes.CONFIGS)}, or a path/to/config.py defining get_config()")
   parser.add_argument("--workdir", required=True, help="checkpoints and metrics.json go here")
-  parser.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize()")
+  parser.add_argument("--distributed", action="store_true",
+                      help="multi-process: jax.distributed.initialize() from the cluster's environment "
+                           "(SLURM, Open MPI, TPU pods, Kubernetes are detected)")
+  parser.add_argument("--coordinator", metavar="HOST:PORT",
+                      help="multi-process, set explicitly: process 0's address (with --num-processes, --process-id)")
+  parser.add_argument("--num-processes", type=int, metavar="N")
+  parser.add_argument("--process-id", type=int, metavar="I", help="this process, in [0, N)")
   parser.add_argument("--quiet", action="store_true", help="no progress bar")
   parser.add_argument("overrides", nargs="*", metavar="key=value",
                       help="config overrides, e.g. kind=mone e_c=0.4 model.depth=4")
   args = parser.parse_args(argv)
+  explicit = (args.coordinator, args.num_processes, args.process_id)
   try:  # validate everything before touching the workdir
     cfg = recipes.get_config(args.config, args.overrides)
     sources.check_data(cfg)
+    if any(v is not None for v in explicit):
+      if any(v is None for v in explicit):
+        raise ValueError("--coordinator, --num-processes and --process-id go together")
+      if args.num_processes < 1 or not 0 <= args.process_id < args.num_processes:
+        raise ValueError(f"--process-id must be in [0, --num-processes={args.num_processes}), got {args.process_id}")
   except ValueError as e:
     parser.error(str(e))
-  if args.distributed:
+  if any(v is not None for v in explicit):
+    jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+  elif args.distributed:
     jax.distributed.initialize()
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
   metrics = loop.train(cfg, args.workdir, progress=not args.quiet)
+  if jax.process_index() != 0:
+    return
   for ev in metrics["evals"]:
     where = f"e_c={ev['e_c']}" if ev["e_c"] is not None else (
         f"width_index={ev['width_index']}" if ev["width_index"] is not None else cfg.kind)
     print(f"{cfg.name} {cfg.kind} {where}: accuracy={ev['accuracy']:.4f} gflops={ev['gflops']:.5f}")
-  print(f"wrote {Path(args.workdir) / 'metrics.json'}")
+  print(f"wrote {args.workdir.rstrip('/')}/metrics.json")
 
 
 if __name__ == "__main__":

@@ -4,17 +4,25 @@ Checkpoints are synchronous: a run killed mid-save leaves an incomplete step tha
 `restore_latest` skips in favour of the previous one."""
 import logging
 import sys
-from pathlib import Path
 
 from mone.train.recipes import TrainConfig
 
 log = logging.getLogger("mone.train")
 
 
-def manager(workdir: Path, cfg: TrainConfig):
+def _folder(workdir):
+  """WORKDIR/checkpoints, absolute where local (orbax wants absolute paths), else as given (gs://)."""
+  from mone import results
+  path = results.as_path(workdir) / "checkpoints"
+  return path.absolute() if results.is_local(path) else path
+
+
+def manager(workdir, cfg: TrainConfig):
+  """Every process of a multi-process run calls this with the same (shared) workdir: orbax
+  saves each process's part and lets process 0 finalise the checkpoint."""
   import orbax.checkpoint as ocp
   return ocp.CheckpointManager(
-      (workdir / "checkpoints").absolute(),
+      _folder(workdir),
       options=ocp.CheckpointManagerOptions(max_to_keep=cfg.keep_checkpoints, create=True,
                                            enable_async_checkpointing=False))
 
@@ -39,7 +47,7 @@ def restore_latest(mngr, target):
 def load_params(workdir) -> dict:
   """Final parameters of a finished (or checkpointed) run in workdir."""
   import orbax.checkpoint as ocp
-  path = (Path(workdir) / "checkpoints").absolute()
+  path = _folder(workdir)
   mngr = ocp.CheckpointManager(path, options=ocp.CheckpointManagerOptions(read_only=True))
   if mngr.latest_step() is None:
     raise FileNotFoundError(f"init_from={workdir!s}: no checkpoint under {path}")

@@ -11,38 +11,62 @@ from mone.train import sharding, steps
 from mone.train.recipes import TrainConfig
 
 
-def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=None,
-             batch_size=None, keep_assignment=False, mesh=None):
-  """Top-1 accuracy (precision@1) on a source, at inference capacity e_c (MoNE) or
-  nested width width_index (MatViT). Returns a dict with accuracy, gflops and optionally
-  the per-token expert assignment (MoNE) for visualisation."""
-  caps = cfg.budget(e_c) if cfg.kind == "mone" else None
-  mesh = mesh or sharding.make_mesh(cfg)
-  bs = batch_size or cfg.eval_batch_size
-
-  @functools.partial(jax.jit, static_argnames="caps")
-  def eval_step(params, images, caps):
+def eval_step_fn(cfg: TrainConfig, model):
+  """The jitted eval step (params, images, labels, valid, budget, width_index) -> (number of
+  correct valid examples, expert assignment or None). The count is reduced on device, so it is
+  the global count on every process of a multi-process run. Build the step once and pass it to
+  every `evaluate` of a run: each new one compiles again."""
+  @functools.partial(jax.jit, static_argnames=("caps", "width_index"))
+  def eval_step(params, images, labels, valid, caps, width_index):
     rng = jax.random.key(cfg.seed + 2)
     if images.ndim == 6:  # [B, K clips, T, H, W, C]: the paper's multi-clip ("8x1") evaluation
       fn = lambda clip: steps.logits(cfg, model, params, clip, caps, rng, width_index)[0]
-      return jnp.argmax(vivit.multiclip_logits(fn, images), -1), None
-    logits, aux = steps.logits(cfg, model, params, images, caps, rng, width_index)
-    return jnp.argmax(logits, -1), aux.get("assignment")
+      pred, assignment = jnp.argmax(vivit.multiclip_logits(fn, images), -1), None
+    else:
+      logits, aux = steps.logits(cfg, model, params, images, caps, rng, width_index)
+      pred, assignment = jnp.argmax(logits, -1), aux.get("assignment")
+    return jnp.sum((pred == labels) & valid), assignment
+  return eval_step
 
-  correct, total, assignments = 0, 0, []
-  for batch in pipeline.eval_batches(source, bs):
-    images = sharding.shard(mesh, sources.inputs(batch))
-    pred, assignment = eval_step(params, images, caps)
-    valid = batch["valid"]
-    correct += int(np.sum((np.asarray(pred) == batch["label"]) & valid))
-    total += int(valid.sum())
+
+def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=None,
+             batch_size=None, keep_assignment=False, mesh=None, step_fn=None):
+  """Top-1 accuracy (precision@1) on a source, at inference capacity e_c (MoNE) or
+  nested width width_index (MatViT). Returns a dict with accuracy, gflops and optionally
+  the per-token expert assignment (MoNE) for visualisation. step_fn: from `eval_step_fn`.
+  In a multi-process run every process loads its share of each batch (`pipeline.eval_batches`)
+  and gets the same, global, result."""
+  caps = cfg.budget(e_c) if cfg.kind == "mone" else None
+  mesh = mesh or sharding.make_mesh(cfg)
+  bs = batch_size or cfg.eval_batch_size
+  eval_step = step_fn or eval_step_fn(cfg, model)
+  if keep_assignment and jax.process_count() > 1:
+    raise ValueError("keep_assignment=True gathers every token's expert on one host: run it in one process")
+
+  correct, assignments = 0, []
+  for batch in pipeline.eval_batches(source, bs, process_index=jax.process_index(),
+                                     process_count=jax.process_count()):
+    feed = [sharding.shard(mesh, x) for x in (sources.inputs(batch), batch["label"], batch["valid"])]
+    num_correct, assignment = eval_step(params, *feed, caps, width_index)
+    correct += int(num_correct)
     if keep_assignment and assignment is not None:
-      assignments.append(np.asarray(assignment)[valid])
+      assignments.append(np.asarray(assignment)[batch["valid"]])
+  total = len(source)  # every example once, over all processes
   out = {"e_c": e_c, "width_index": width_index, "accuracy": correct / total,
          "gflops": steps.forward_gflops(cfg, e_c, width_index), "num_examples": total}
   if keep_assignment:
     out["assignment"] = np.concatenate(assignments) if assignments else None
   return out
+
+
+def curve_point(cfg: TrainConfig):
+  """The (e_c, width_index) a learning curve follows: the training budget (MoNE), the full
+  width (MatViT), or the model itself."""
+  if cfg.kind == "matvit":
+    return (None, cfg.model.num_experts - 1)
+  if eval_points(cfg):
+    return eval_points(cfg)[0]
+  return (sorted(cfg.adaptive_e_c)[len(cfg.adaptive_e_c) // 2], None)  # adaptive, no eval_e_c
 
 
 def eval_points(cfg: TrainConfig):

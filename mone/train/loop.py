@@ -14,12 +14,9 @@ import json
 import logging
 import math
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 from tqdm import (
   tqdm,  # plain: tqdm.auto warns (with local paths) in notebooks lacking ipywidgets
 )
@@ -34,8 +31,9 @@ log = logging.getLogger("mone.train")
 
 def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   """Trains (resuming from workdir if it holds checkpoints), evaluates, writes metrics.json."""
-  workdir = Path(workdir)
+  workdir = results.as_path(workdir)  # local, or any etils.epath location (gs://...)
   t0 = time.time()
+  lead = jax.process_index() == 0  # in a multi-process run, only process 0 writes files and logs
   mesh = sharding.make_mesh(cfg)
   n_dev = mesh.devices.size
   if cfg.batch_size % n_dev or cfg.eval_batch_size % n_dev:
@@ -47,26 +45,29 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   tx = steps.make_optimizer(cfg, total_steps)
   sample = jnp.zeros(steps.input_shape(cfg))
   params = steps.init_params(cfg, model, sample)
-  replicated = NamedSharding(mesh, P())
-  state = jax.device_put({"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)}, replicated)
-  history = []
+  state = sharding.replicate(mesh, {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)})
+  history, curve = [], []
 
   workdir.mkdir(parents=True, exist_ok=True)
-  results.atomic_write_json(workdir / "config.json", {"config": cfg, "config_hash": results.config_hash(cfg)})
+  if lead:
+    results.atomic_write_json(workdir / "config.json", {"config": cfg, "config_hash": results.config_hash(cfg)})
   mngr = checkpoints.manager(workdir, cfg)
   restored, start = checkpoints.restore_latest(mngr, {"state": state})
   if restored is not None:
-    state = jax.device_put(restored["state"], replicated)
+    state = sharding.replicate(mesh, restored["state"])
     history = [tuple(h) for h in restored["history"]["history"]]
+    curve = list(restored["history"].get("curve", []))
     log.info("resumed %s from step %d", workdir, start)
 
   import orbax.checkpoint as ocp
   step_fn = steps.make_train_step(cfg, model, tx)
   batches = pipeline.train_batches(train_src, cfg.batch_size, cfg.seed, start_step=start,
                                    num_steps=total_steps, mixup_alpha=cfg.mixup_alpha,
-                                   num_classes=cfg.model.num_classes)
-  watch = Progress(workdir / "metrics.jsonl", cfg, total_steps, start)
-  bar = tqdm(total=total_steps, initial=start, desc=f"{cfg.name}:{cfg.kind}", disable=not progress,
+                                   num_classes=cfg.model.num_classes, process_index=jax.process_index(),
+                                   process_count=jax.process_count())
+  watch = Progress(workdir / "metrics.jsonl", cfg, total_steps, start, write=lead)
+  learning_curve = Curve(cfg, model, train_src, mesh) if cfg.eval_every else None
+  bar = tqdm(total=total_steps, initial=start, desc=f"{cfg.name}:{cfg.kind}", disable=not (progress and lead),
              dynamic_ncols=True, leave=False)
   try:
     for step, batch in batches:
@@ -82,10 +83,13 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
         history.append((done, loss))
         bar.set_postfix(loss=f"{loss:.3f}")
         watch.log(done, loss)
+      if learning_curve and (done % cfg.eval_every == 0 or done == total_steps):
+        curve.append(learning_curve.point(done, state["params"], history, curve))
+        watch.log_point(curve[-1])
       bar.update(1)
       if done % cfg.checkpoint_every == 0 or done == total_steps:
-        mngr.save(done, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                history=ocp.args.JsonSave({"history": history})))
+        mngr.save(done, args=ocp.args.Composite(state=ocp.args.StandardSave(state), history=ocp.args.JsonSave(
+            {"history": history, **({"curve": curve} if learning_curve else {})})))
   finally:
     batches.close()
     bar.close()
@@ -99,11 +103,41 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "accuracy": evals[0]["accuracy"], "gflops": evals[0]["gflops"], "evals": evals,
       "train_steps": total_steps, "train_gflops": 3 * steps.train_step_gflops(cfg) * cfg.batch_size * total_steps,
       "final_loss": history[-1][1] if history else None, "history": history,
+      **({"curve": curve} if learning_curve else {}),
       "wall_time_s": round(time.time() - t0, 1), "resumed_from_step": start,
       "peak_rss_mib": round(results.peak_rss_mib(), 1),
       **results.provenance()}
-  results.atomic_write_json(workdir / "metrics.json", metrics)
+  if lead:
+    results.atomic_write_json(workdir / "metrics.json", metrics)
   return metrics
+
+
+CURVE_TRAIN_EXAMPLES = 2000  # the fixed training images a learning curve scores
+
+
+class Curve:
+  """Learning-curve points (`TrainConfig.eval_every`): {step, train_loss, train_accuracy,
+  val_accuracy}. train_loss is the mean of the losses logged (every log_every steps) since the
+  previous point, which checkpoints hold, so a resumed run's curve equals an uninterrupted one's;
+  train_accuracy is on the first CURVE_TRAIN_EXAMPLES training images; val_accuracy on the
+  validation split (None without one). Both at `evaluation.curve_point` (the training budget)."""
+
+  def __init__(self, cfg: TrainConfig, model, train_src, mesh):
+    self.cfg, self.model, self.mesh = cfg, model, mesh
+    self.sources = {"train_accuracy": pipeline.Subset(train_src, CURVE_TRAIN_EXAMPLES),
+                    "val_accuracy": sources.validation_source(cfg)}
+    self.e_c, self.width_index = evaluation.curve_point(cfg)
+    self.step_fn = evaluation.eval_step_fn(cfg, model)
+
+  def point(self, step: int, params, history: list, curve: list) -> dict:
+    since = curve[-1]["step"] if curve else 0
+    losses = [loss for s, loss in history if since < s <= step]
+    out = {"step": step, "train_loss": sum(losses) / len(losses) if losses else None}
+    for key, src in self.sources.items():
+      out[key] = None if src is None else evaluation.evaluate(
+          self.cfg, self.model, params, src, e_c=self.e_c, width_index=self.width_index, mesh=self.mesh,
+          step_fn=self.step_fn)["accuracy"]
+    return out
 
 
 class Progress:
@@ -113,8 +147,8 @@ class Progress:
   lines its first attempt wrote; a step logged twice (between the last checkpoint and a kill) is
   read from its last line."""
 
-  def __init__(self, path, cfg: TrainConfig, total_steps: int, start: int):
-    self.path, self.cfg, self.total = Path(path), cfg, total_steps
+  def __init__(self, path, cfg: TrainConfig, total_steps: int, start: int, write: bool = True):
+    self.path, self.cfg, self.total, self.write = path, cfg, total_steps, write
     self.lr = steps.learning_rate(cfg, total_steps)
     self.last_step, self.last_time = start, time.time()
 
@@ -124,9 +158,25 @@ class Progress:
     eta = (self.total - step) * self.cfg.batch_size / rate if rate > 0 else None
     line = {"step": step, "train_loss": loss, "lr": float(self.lr(step)), "examples_per_s": round(rate, 1),
             "eta_s": None if eta is None else round(eta, 1), "time": round(now, 3)}
-    with open(self.path, "a") as f:
-      f.write(json.dumps(line) + "\n")
+    self._append(line)
     log.info("step %d/%d: loss %.4f, lr %.3g, %.0f examples/s, ETA %s", step, self.total, loss, line["lr"], rate,
              "-" if eta is None else f"{eta / 60:.1f} min")
     self.last_step, self.last_time = step, now
     return line
+
+  def _append(self, line: dict) -> None:
+    if not self.write:  # not process 0 of a multi-process run
+      return
+    text = json.dumps(line) + "\n"
+    if results.is_local(self.path):
+      with open(self.path, "a") as f:
+        f.write(text)
+    else:  # object stores (gs://) cannot append: rewrite the file (a line per log_every steps)
+      self.path.write_text((self.path.read_text() if self.path.exists() else "") + text)
+
+  def log_point(self, point: dict) -> None:
+    """A learning-curve point (`Curve`), as one more line of metrics.jsonl and of the log."""
+    self._append({**point, "time": round(time.time(), 3)})
+    fmt = lambda v: "-" if v is None else f"{100 * v:.1f}%"
+    log.info("step %d: train accuracy %s, validation accuracy %s", point["step"],
+             fmt(point["train_accuracy"]), fmt(point["val_accuracy"]))

@@ -1,0 +1,33 @@
+"""Is a run trained to a plateau, without memorising? Read from its learning curve.
+
+A run with `eval_every` records `curve` points (`mone.train.loop.Curve`). The small profile is
+calibrated so that the dense ViT meets both criteria of issue 24 on the validation split:
+it gains at most PLATEAU_GAIN over its last quarter of steps (it has stopped improving), and
+its accuracy on training images is at most MEMORISATION_GAP above its validation accuracy
+(it generalises rather than memorises).
+"""
+PLATEAU_GAIN = 0.015       # validation accuracy gained over the last quarter of steps
+MEMORISATION_GAP = 0.10    # final training accuracy minus final validation accuracy
+
+
+def check(metrics: dict) -> dict:
+  """The two criteria for a finished run with a validation curve: last_quarter_gain (final
+  validation accuracy minus that at the last point at or before 3/4 of the steps),
+  train_val_gap (final training minus validation accuracy), and whether each holds."""
+  curve = metrics.get("curve")
+  if not curve or curve[-1].get("val_accuracy") is None:
+    raise ValueError(f"run {metrics.get('name')!r} ({metrics.get('kind')}) has no validation curve; "
+                     "train it with eval_every > 0 and num_val > 0")
+  total = metrics["train_steps"]
+  if curve[-1]["step"] != total:
+    raise ValueError(f"the curve ends at step {curve[-1]['step']}, before the run's {total} steps")
+  quarter = [p for p in curve if p["step"] <= 0.75 * total]
+  if not quarter:
+    raise ValueError(f"the curve has no point in the first three quarters of {total} steps")
+  last = curve[-1]
+  gain = last["val_accuracy"] - quarter[-1]["val_accuracy"]
+  gap = last["train_accuracy"] - last["val_accuracy"]
+  return {"steps": total, "lr": metrics["config"]["lr"], "val_accuracy": last["val_accuracy"],
+          "train_accuracy": last["train_accuracy"], "from_step": quarter[-1]["step"],
+          "last_quarter_gain": gain, "train_val_gap": gap,
+          "plateau": gain <= PLATEAU_GAIN, "not_memorised": gap <= MEMORISATION_GAP}

@@ -1,0 +1,97 @@
+"""Multi-process data parallelism (jax.distributed on localhost, gloo collectives): each process
+loads its share of every batch, and two processes train and evaluate exactly as one."""
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mone.data import pipeline as ip
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _source(n=40):
+  rng = np.random.default_rng(0)
+  return ip.ArraySource({"image": rng.integers(0, 256, (n, 4, 4, 3), dtype=np.uint8),
+                         "label": np.arange(n, dtype=np.int32)})
+
+
+@pytest.mark.parametrize("processes", [2, 4])
+def test_process_shards_of_each_batch_make_the_single_process_batch(processes):
+  src = _source()
+  kw = dict(batch_size=8, seed=3, num_steps=12, num_classes=40)  # 12 steps: two epochs and a half
+  whole = list(ip.train_batches(src, **kw))
+  shards = [list(ip.train_batches(src, process_index=i, process_count=processes, **kw)) for i in range(processes)]
+  for step, (s, batch) in enumerate(whole):
+    parts = [shard[step][1] for shard in shards]
+    assert all(len(p["label"]) == 8 // processes for p in parts)
+    for key in ("image", "label", "soft_label"):
+      np.testing.assert_array_equal(np.concatenate([p[key] for p in parts]), batch[key])
+  # Resuming a process at step k gives its shard of the uninterrupted batches from k on.
+  resumed = list(ip.train_batches(src, process_index=1, process_count=processes, start_step=7, **kw))
+  assert all(np.array_equal(a["label"], b["label"]) for (_, a), (_, b) in zip(resumed, shards[1][7:]))
+  # Evaluation: the same number of batches on every process, padding marked invalid, every example once.
+  evals = [list(ip.eval_batches(src, 16, process_index=i, process_count=processes)) for i in range(processes)]
+  assert len({len(e) for e in evals}) == 1 and len(evals[0]) == 3
+  labels = np.concatenate([b["label"][b["valid"]] for batches in zip(*evals) for b in batches])
+  assert sorted(labels.tolist()) == list(range(40))
+  with pytest.raises(ValueError, match="must be divisible by the number of processes"):
+    ip.train_batches(src, batch_size=6, seed=0, process_count=4)
+  with pytest.raises(ValueError, match="process_index must be in"):
+    ip.eval_batches(src, 8, process_index=2, process_count=2)
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+def _train(workdir, devices: int, *extra):
+  env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+         "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} --xla_backend_optimization_level=0"}
+  cli = [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir), "--quiet",
+         "steps=8", "checkpoint_every=4", "log_every=2", "eval_every=4", "num_val=48", "batch_size=16",
+         "eval_batch_size=32", "num_train=128", "num_test=72", *extra]
+  return subprocess.Popen(cli, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(*procs):
+  outs = [p.communicate(timeout=600) for p in procs]
+  for p, (out, err) in zip(procs, outs):
+    assert p.returncode == 0, err[-3000:]
+  return [out for out, _ in outs]
+
+
+def test_two_processes_train_and_evaluate_as_one_process_on_two_devices(tmp_path):
+  port = _free_port()
+  two = lambda: [_train(tmp_path / "two", 1, "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
+                        "--process-id", str(i)) for i in range(2)]
+  outs = _finish(*two(), _train(tmp_path / "one", 2))
+  a = json.loads((tmp_path / "one" / "metrics.json").read_text())
+  b = json.loads((tmp_path / "two" / "metrics.json").read_text())
+  np.testing.assert_allclose([l for _, l in b["history"]], [l for _, l in a["history"]], rtol=1e-6)
+  assert [e["accuracy"] for e in b["evals"]] == [e["accuracy"] for e in a["evals"]]
+  for pa, pb in zip(a["curve"], b["curve"], strict=True):
+    assert pb == {**pa, "train_loss": pytest.approx(pa["train_loss"], rel=1e-6)}
+  assert b["evals"][0]["num_examples"] == 72  # split over the processes, counted once
+  # Only process 0 reports: one metrics.jsonl line per logged step and per curve point.
+  lines = [json.loads(l) for l in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+  assert [l["step"] for l in lines] == [2, 4, 4, 6, 8, 8]
+  assert "accuracy=" in outs[0] and "accuracy=" not in outs[1]
+  # A rerun resumes from the shared checkpoints: nothing left to train.
+  _finish(*two())
+  assert json.loads((tmp_path / "two" / "metrics.json").read_text())["resumed_from_step"] == 8
+
+
+def test_explicit_process_flags_go_together(tmp_path):
+  bad = subprocess.run([sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(tmp_path / "w"),
+                        "--coordinator", "127.0.0.1:1234", "--num-processes", "2"], capture_output=True, text=True,
+                       cwd=REPO)
+  assert bad.returncode == 2 and "--coordinator, --num-processes and --process-id go together" in bad.stderr
+  assert not (tmp_path / "w").exists()
