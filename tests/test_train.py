@@ -58,12 +58,44 @@ def test_mone_finetunes_from_matvit(tmp_path):
   assert float(params["alpha"]) == 0.0 and "router_0" in params
 
 
-def test_one_device_and_eight_devices_agree(tmp_path):
+def test_one_device_eight_devices_and_fsdp_agree(tmp_path):
+  """Data parallel over 8 devices, and FSDP (parameters and optimizer state split over them),
+  train as one device does."""
   assert jax.device_count() == 8, "conftest forces 8 CPU devices"
   one = loop.train(tiny(num_devices=1, batch_size=32, steps=8), tmp_path / "one", progress=False)
   eight = loop.train(tiny(num_devices=8, batch_size=32, steps=8), tmp_path / "eight", progress=False)
-  np.testing.assert_allclose([l for _, l in one["history"]], [l for _, l in eight["history"]],
-                             rtol=1e-4, atol=1e-5)
+  fsdp = loop.train(tiny(num_devices=8, batch_size=32, steps=8, sharding="fsdp"), tmp_path / "fsdp", progress=False)
+  for other in (eight, fsdp):
+    np.testing.assert_allclose([l for _, l in other["history"]], [l for _, l in one["history"]], rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose([l for _, l in fsdp["history"]], [l for _, l in eight["history"]], rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_accumulation_takes_the_same_steps(tmp_path, kind="mone"):
+  """Two micro-batches of 8 give the update of one batch of 16 (learned router: per-image routing)."""
+  whole = loop.train(tiny(kind=kind, batch_size=16), tmp_path / "whole", progress=False)
+  accum = loop.train(tiny(kind=kind, batch_size=16, grad_accum=2), tmp_path / "accum", progress=False)
+  np.testing.assert_allclose([l for _, l in accum["history"]], [l for _, l in whole["history"]], rtol=2e-5, atol=1e-6)
+  with pytest.raises(ValueError, match="grad_accum must be an integer >= 1 dividing batch_size=16"):
+    tiny(batch_size=16, grad_accum=3)
+  with pytest.raises(ValueError, match="times grad_accum"):  # each device's rows must split evenly
+    loop.train(tiny(batch_size=16, grad_accum=4, num_devices=8), tmp_path / "bad", progress=False)
+
+
+def test_fsdp_splits_each_array_along_a_dimension_the_devices_divide():
+  from mone.train import sharding
+  cfg = tiny(kind="mone", batch_size=32, sharding="fsdp", num_devices=8)
+  mesh = sharding.make_mesh(cfg)
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
+  placed = sharding.place(mesh, params, "fsdp")
+  qkv = placed["block_0"]["qkv_kernel"]  # [D, 3D] = [32, 96]: split along the 96
+  assert qkv.sharding.spec == jax.sharding.PartitionSpec(None, "data")
+  assert {s.data.shape for s in qkv.addressable_shards} == {(32, 12)}
+  assert placed["alpha"].sharding.spec == jax.sharding.PartitionSpec()  # a scalar stays whole
+  assert sharding.spec((5, 3), mesh, "fsdp") == jax.sharding.PartitionSpec()  # nothing divides: replicated
+  assert sharding.spec((32, 96), mesh, "data") == jax.sharding.PartitionSpec()
+  with pytest.raises(ValueError, match="sharding must be one of"):
+    tiny(sharding="zero3")
 
 
 def _cli(workdir, *extra):

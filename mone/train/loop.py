@@ -36,16 +36,16 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   lead = jax.process_index() == 0  # in a multi-process run, only process 0 writes files and logs
   mesh = sharding.make_mesh(cfg)
   n_dev = mesh.devices.size
-  if cfg.batch_size % n_dev or cfg.eval_batch_size % n_dev:
-    raise ValueError(f"batch_size={cfg.batch_size} and eval_batch_size={cfg.eval_batch_size} must be "
-                     f"divisible by the number of devices ({n_dev})")
+  if cfg.batch_size % (n_dev * cfg.grad_accum) or cfg.eval_batch_size % n_dev:
+    raise ValueError(f"batch_size={cfg.batch_size} must be divisible by the number of devices ({n_dev}) times "
+                     f"grad_accum ({cfg.grad_accum}), and eval_batch_size={cfg.eval_batch_size} by the devices")
   train_src, test_src = sources.data_sources(cfg)
   model = steps.build_model(cfg)
   total_steps = steps.num_train_steps(cfg)
   tx = steps.make_optimizer(cfg, total_steps)
   sample = jnp.zeros(steps.input_shape(cfg))
   params = steps.init_params(cfg, model, sample)
-  state = sharding.replicate(mesh, {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)})
+  state = sharding.place(mesh, {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)}, cfg.sharding)
   history, curve = [], []
 
   workdir.mkdir(parents=True, exist_ok=True)
@@ -54,13 +54,13 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   mngr = checkpoints.manager(workdir, cfg)
   restored, start = checkpoints.restore_latest(mngr, {"state": state})
   if restored is not None:
-    state = sharding.replicate(mesh, restored["state"])
+    state = sharding.place(mesh, restored["state"], cfg.sharding)
     history = [tuple(h) for h in restored["history"]["history"]]
     curve = list(restored["history"].get("curve", []))
     log.info("resumed %s from step %d", workdir, start)
 
   import orbax.checkpoint as ocp
-  step_fn = steps.make_train_step(cfg, model, tx)
+  step_fn = steps.make_train_step(cfg, model, tx, sharding.shardings(mesh, state, cfg.sharding))
   batches = pipeline.train_batches(train_src, cfg.batch_size, cfg.seed, start_step=start,
                                    num_steps=total_steps, mixup_alpha=cfg.mixup_alpha,
                                    num_classes=cfg.model.num_classes, process_index=jax.process_index(),

@@ -21,6 +21,7 @@ from mone.models import config as model_config
 ADAPTIVE_E_C = (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
 DATASETS = ("digits", "tfds", "moving_digits", "tfds_video")
 VIDEO_DATASETS = ("moving_digits", "tfds_video")
+SHARDINGS = ("data", "fsdp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +66,13 @@ class TrainConfig:
   seed: int = 0
   init_from: str = ""         # workdir of a finished run to initialise from (MatViT -> MoNE)
   num_devices: int = 0        # data-parallel devices; 0 = all local devices
+  # How parameters and optimizer state are laid out over the devices: "data" (replicated) or
+  # "fsdp" (each array split over the data axis along its largest divisible dimension, as
+  # big_vision's fsdp rule; XLA gathers them where the step needs them).
+  sharding: str = dataclasses.field(default="data", metadata={"hash_omit_default": True})
+  # Gradient accumulation: each step averages the gradients of grad_accum micro-batches of
+  # batch_size / grad_accum examples (the same update with less activation memory).
+  grad_accum: int = dataclasses.field(default=1, metadata={"hash_omit_default": True})
   # How a run reports and checkpoints, not what it computes: none of these is hashed, so a run
   # trained elsewhere (another data_dir, log interval or checkpoint cadence) is found by its hash.
   log_every: int = dataclasses.field(default=25, metadata={"hash_omit": True})
@@ -100,6 +108,9 @@ class TrainConfig:
     need(self.mixup_alpha >= 0, f"mixup_alpha must be >= 0, got {self.mixup_alpha}")
     need(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
     need(self.num_devices >= 0, f"num_devices must be >= 0, got {self.num_devices}")
+    need(self.sharding in SHARDINGS, f"sharding must be one of {SHARDINGS}, got {self.sharding!r}")
+    need(isinstance(self.grad_accum, int) and self.grad_accum >= 1 and self.batch_size % self.grad_accum == 0,
+         f"grad_accum must be an integer >= 1 dividing batch_size={self.batch_size}, got {self.grad_accum!r}")
     for f in ("num_val", "eval_every"):
       need(isinstance(getattr(self, f), int) and getattr(self, f) >= 0,
            f"{f} must be an integer >= 0, got {getattr(self, f)!r}")

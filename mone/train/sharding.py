@@ -29,16 +29,35 @@ def shard(mesh: Mesh, x):
 
 
 
-def replicate(mesh: Mesh, tree):
-  """tree (parameters, optimizer state) as arrays replicated over the mesh. In a multi-process
-  run every process holds the same host values (same seed, or the same checkpoint), and each
-  puts them on its own devices."""
-  sharding = NamedSharding(mesh, P())
+def spec(shape, mesh: Mesh, mode: str) -> P:
+  """Where an array of this shape lives: replicated ("data"), or ("fsdp") split over the data
+  axis along its largest dimension that the number of devices divides (replicated if none does:
+  biases of odd sizes, scalars)."""
+  n = mesh.shape["data"]
+  if mode == "data" or n == 1:
+    return P()
+  if mode != "fsdp":
+    raise ValueError(f"sharding must be 'data' or 'fsdp', got {mode!r}")
+  for axis in sorted(range(len(shape)), key=lambda a: -shape[a]):
+    if shape[axis] % n == 0:
+      return P(*(["data" if a == axis else None for a in range(len(shape))]))
+  return P()
+
+
+def shardings(mesh: Mesh, tree, mode: str = "data"):
+  """The NamedSharding of every array of tree (parameters, optimizer state) under `spec`."""
+  return jax.tree_util.tree_map(lambda x: NamedSharding(mesh, spec(np.shape(x), mesh, mode)), tree)
+
+
+def place(mesh: Mesh, tree, mode: str = "data"):
+  """tree on the mesh as `shardings` lays it out. In a multi-process run every process holds the
+  same host values (same seed, or the same checkpoint) and puts its own parts on its devices."""
+  target = shardings(mesh, tree, mode)
   if jax.process_count() == 1:
-    return jax.device_put(tree, sharding)
-  def put(x):
-    x = np.asarray(x) if not isinstance(x, jax.Array) or x.is_fully_addressable else x
-    if isinstance(x, jax.Array):  # already global (restored by orbax onto the mesh)
-      return jax.device_put(x, sharding)
-    return jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
-  return jax.tree_util.tree_map(put, tree)
+    return jax.device_put(tree, target)
+  def put(x, sh):
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:  # already global (restored by orbax)
+      return jax.device_put(x, sh)
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sh, lambda idx: x[idx])
+  return jax.tree_util.tree_map(put, tree, target)

@@ -5,6 +5,7 @@ import logging
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -107,7 +108,9 @@ def logits(cfg, model, params, images, budget, rng, width_index=None):
   return model.apply({"params": params}, images)
 
 
-def make_train_step(cfg: TrainConfig, model, tx):
+def make_train_step(cfg: TrainConfig, model, tx, state_shardings=None):
+  """The jitted update (state, batch, budget) -> (state, loss). state_shardings (from
+  `sharding.shardings`) keeps the updated state laid out as the input (fsdp stays sharded)."""
   def loss_fn(params, batch, rng, caps):
     targets = optax.smooth_labels(batch["soft_label"], cfg.label_smoothing)
     if cfg.kind == "matvit":  # MatFormer joint training: equal-weight loss over nested widths
@@ -117,12 +120,29 @@ def make_train_step(cfg: TrainConfig, model, tx):
     out, _ = logits(cfg, model, params, batch["image"], caps, rng)
     return optax.softmax_cross_entropy(out, targets).mean()
 
-  @functools.partial(jax.jit, static_argnames="caps", donate_argnums=0)
+  def loss_and_grads(params, batch, rng, caps):
+    if cfg.grad_accum == 1:
+      return jax.value_and_grad(loss_fn)(params, batch, rng, caps)
+    # Micro-batch j takes rows j, j + k, j + 2k, ...: every device keeps its own rows (the batch is
+    # split over devices in contiguous blocks), and equal micro-batches average to the batch mean.
+    k = cfg.grad_accum
+    micro = jax.tree_util.tree_map(lambda x: x.reshape(x.shape[0] // k, k, *x.shape[1:]).swapaxes(0, 1), batch)
+
+    def add(total, j_batch):
+      j, mb = j_batch
+      loss, grads = jax.value_and_grad(loss_fn)(params, mb, jax.random.fold_in(rng, j), caps)
+      return jax.tree_util.tree_map(jnp.add, total, (loss, grads)), None
+
+    zero = (jnp.zeros((), jnp.float32), jax.tree_util.tree_map(jnp.zeros_like, params))
+    (loss, grads), _ = jax.lax.scan(add, zero, (jnp.arange(k), micro))
+    return loss / k, jax.tree_util.tree_map(lambda g: g / k, grads)
+
   def step(state, batch, caps):
     rng = jax.random.fold_in(jax.random.key(cfg.seed), state["step"])
-    loss, grads = jax.value_and_grad(loss_fn)(state["params"], batch, rng, caps)
+    loss, grads = loss_and_grads(state["params"], batch, rng, caps)
     updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
     params = optax.apply_updates(state["params"], updates)
     return {"params": params, "opt_state": opt_state, "step": state["step"] + 1}, loss
 
-  return step
+  out = {} if state_shardings is None else {"out_shardings": (state_shardings, None)}
+  return jax.jit(step, static_argnames="caps", donate_argnums=0, **out)
