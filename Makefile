@@ -31,7 +31,7 @@ env: $(STAMP)
 # video chapters are two files, so they run side by side. TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
 
 # JupyterLab in its own venv (its server stack stays out of the test environment), showing only
 # .venv's python3 kernel (JUPYTER_PATH comes first in Jupyter's search): the kernel papermill uses.

@@ -57,7 +57,8 @@ def test_fields_added_later_keep_old_hashes():
   legacy = results._jsonable(cfg)
   del legacy["model"]["head_zeroinit"]  # the config as hashed before these fields existed
   del legacy["model"]["alpha_bounded"]
-  del legacy["adaptive_e_c"], legacy["num_val"], legacy["sharding"], legacy["grad_accum"]
+  del legacy["adaptive_e_c"], legacy["num_val"], legacy["sharding"], legacy["grad_accum"], legacy["dtype"]
+  del legacy["remat"]
   for reporting in ("data_dir", "log_every", "eval_every", "checkpoint_every", "keep_checkpoints"):
     del legacy[reporting]  # never hashed (see the next test)
   blob = json.dumps(legacy, sort_keys=True).encode()

@@ -2,9 +2,11 @@
 loads its share of every batch, and two processes train and evaluate exactly as one."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -68,25 +70,38 @@ def _finish(*procs):
   return [out for out, _ in outs]
 
 
-def test_two_processes_train_and_evaluate_as_one_process_on_two_devices(tmp_path):
-  port = _free_port()
-  two = lambda: [_train(tmp_path / "two", 1, "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
-                        "--process-id", str(i)) for i in range(2)]
-  outs = _finish(*two(), _train(tmp_path / "one", 2))
+def test_two_processes_killed_mid_run_and_restarted_train_as_one_process_on_two_devices(tmp_path):
+  """Two processes (one CPU device each) train, are both SIGKILLed once the step-4 checkpoint is
+  saved, restart from the shared checkpoints and end with the metrics of one process holding
+  two devices, uninterrupted."""
+  def two():
+    port = _free_port()  # a fresh coordinator port for each start
+    return [_train(tmp_path / "two", 1, "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
+                   "--process-id", str(i)) for i in range(2)]
+  one, first = _train(tmp_path / "one", 2), two()
+  ckpt, deadline = tmp_path / "two" / "checkpoints" / "4", time.time() + 300
+  while not ckpt.exists() and all(p.poll() is None for p in first) and time.time() < deadline:
+    time.sleep(0.01)
+  for p in first:
+    p.send_signal(signal.SIGKILL)
+  for p in first:
+    p.communicate()
+  assert [p.returncode for p in first] == [-signal.SIGKILL] * 2, "both processes must die before the end"
+  assert not (tmp_path / "two" / "metrics.json").exists()
+  outs = _finish(*two(), one)
   a = json.loads((tmp_path / "one" / "metrics.json").read_text())
   b = json.loads((tmp_path / "two" / "metrics.json").read_text())
+  assert b["resumed_from_step"] >= 4 and a["resumed_from_step"] == 0
   np.testing.assert_allclose([l for _, l in b["history"]], [l for _, l in a["history"]], rtol=1e-6)
   assert [e["accuracy"] for e in b["evals"]] == [e["accuracy"] for e in a["evals"]]
   for pa, pb in zip(a["curve"], b["curve"], strict=True):
     assert pb == {**pa, "train_loss": pytest.approx(pa["train_loss"], rel=1e-6)}
   assert b["evals"][0]["num_examples"] == 72  # split over the processes, counted once
-  # Only process 0 reports: one metrics.jsonl line per logged step and per curve point.
+  # Only process 0 reports: each logged step and curve point once per attempt that reached it
+  # (steps past the step-4 checkpoint may appear twice: the killed attempt and the resumed one).
   lines = [json.loads(l) for l in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
-  assert [l["step"] for l in lines] == [2, 4, 4, 6, 8, 8]
+  assert [l["step"] for l in lines][:3] == [2, 4, 4] and [l["step"] for l in lines][-3:] == [6, 8, 8]
   assert "accuracy=" in outs[0] and "accuracy=" not in outs[1]
-  # A rerun resumes from the shared checkpoints: nothing left to train.
-  _finish(*two())
-  assert json.loads((tmp_path / "two" / "metrics.json").read_text())["resumed_from_step"] == 8
 
 
 def test_explicit_process_flags_go_together(tmp_path):

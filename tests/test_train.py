@@ -70,15 +70,45 @@ def test_one_device_eight_devices_and_fsdp_agree(tmp_path):
   np.testing.assert_allclose([l for _, l in fsdp["history"]], [l for _, l in eight["history"]], rtol=1e-5, atol=1e-6)
 
 
-def test_gradient_accumulation_takes_the_same_steps(tmp_path, kind="mone"):
-  """Two micro-batches of 8 give the update of one batch of 16 (learned router: per-image routing)."""
+def test_gradient_accumulation_and_bfloat16_take_the_plain_steps(tmp_path, kind="mone"):
+  """Two micro-batches of 8 give the update of one batch of 16 (learned router: per-image
+  routing); bfloat16 compute follows the float32 run within bfloat16's precision (8 bits of
+  mantissa: ~0.4% per rounding) and keeps float32 parameters. (remat: the next test.)"""
   whole = loop.train(tiny(kind=kind, batch_size=16), tmp_path / "whole", progress=False)
+  losses = lambda m: [l for _, l in m["history"]]
   accum = loop.train(tiny(kind=kind, batch_size=16, grad_accum=2), tmp_path / "accum", progress=False)
-  np.testing.assert_allclose([l for _, l in accum["history"]], [l for _, l in whole["history"]], rtol=2e-5, atol=1e-6)
+  np.testing.assert_allclose(losses(accum), losses(whole), rtol=2e-5, atol=1e-6)
+  bf16 = loop.train(tiny(kind=kind, batch_size=16, dtype="bfloat16"), tmp_path / "bf16", progress=False)
+  np.testing.assert_allclose(losses(bf16), losses(whole), rtol=0, atol=0.03)
+  assert losses(bf16) != losses(whole)  # it really computed in bfloat16
+  assert abs(bf16["evals"][0]["accuracy"] - whole["evals"][0]["accuracy"]) <= 0.1
+  assert all(a.dtype == np.float32 for a in jax.tree.leaves(checkpoints.load_params(tmp_path / "bf16")))
   with pytest.raises(ValueError, match="grad_accum must be an integer >= 1 dividing batch_size=16"):
     tiny(batch_size=16, grad_accum=3)
   with pytest.raises(ValueError, match="times grad_accum"):  # each device's rows must split evenly
     loop.train(tiny(batch_size=16, grad_accum=4, num_devices=8), tmp_path / "bad", progress=False)
+
+
+def test_remat_and_bfloat16_change_how_the_step_computes():
+  """remat=True puts every block under jax.checkpoint with unchanged gradients; bfloat16 runs
+  the matmuls in bfloat16 while the gradients stay float32 and close to float32's."""
+  cfg = tiny(kind="mone")
+  x = jax.random.normal(jax.random.key(1), steps.input_shape(cfg, 4))
+  params = steps.init_params(cfg, steps.build_model(cfg), x)
+
+  def grads(c):
+    f = lambda p: steps.logits(c, steps.build_model(c), p, x, steps.train_budget(c, 0), jax.random.key(2))[0].std()
+    return jax.make_jaxpr(jax.grad(f))(params), jax.jit(jax.value_and_grad(f))(params)
+  (plain_jaxpr, (l0, g0)), (remat_jaxpr, (l1, g1)) = grads(cfg), grads(dataclasses.replace(cfg, remat=True))
+  assert "remat" not in str(plain_jaxpr) and str(remat_jaxpr).count("remat") >= cfg.model.depth
+  np.testing.assert_allclose(l1, l0, rtol=1e-6)
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), g1, g0)
+  bf16_jaxpr, (l2, g2) = grads(dataclasses.replace(cfg, dtype="bfloat16"))
+  assert "bf16[" in str(bf16_jaxpr) and "bf16[" not in str(plain_jaxpr)
+  assert all(g.dtype == np.float32 for g in jax.tree.leaves(g2)) and l2.dtype == np.float32
+  np.testing.assert_allclose(l2, l0, rtol=0.02)
+  with pytest.raises(ValueError, match="dtype must be one of"):
+    tiny(dtype="float16")
 
 
 def test_fsdp_splits_each_array_along_a_dimension_the_devices_divide():

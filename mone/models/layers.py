@@ -17,11 +17,13 @@ import numpy as np
 
 def layer_norm(x, scale, bias, eps=1e-6):
   """LayerNorm over the last axis with (sliced) scale and bias: a d-wide nested expert
-  normalises only the d features it owns, so sub-models are self-contained."""
+  normalises only the d features it owns, so sub-models are self-contained. The statistics
+  are computed in at least float32: E[x^2] - E[x]^2 in bfloat16 cancels to noise."""
+  dtype, x = x.dtype, x.astype(jnp.promote_types(x.dtype, jnp.float32))  # no-op for float32
   mean = jnp.mean(x, axis=-1, keepdims=True)
   # E[x^2] - E[x]^2 (flax's default): both sums come from one pass over x.
   var = jnp.maximum(jnp.mean(jnp.square(x), axis=-1, keepdims=True) - jnp.square(mean), 0.0)
-  return (x - mean) * jax.lax.rsqrt(var + eps) * scale + bias
+  return ((x - mean) * jax.lax.rsqrt(var + eps)).astype(dtype) * scale + bias
 
 
 def gelu(x):
@@ -144,6 +146,14 @@ class Block(nn.Module):
         y = y * mults[g][..., None]
       outs.append(z + y)
     return materialize_grad(outs)
+
+
+def block_class(remat: bool = False):
+  """`Block`, or (remat=True) `Block` rematerialised: its activations are recomputed in the
+  backward pass instead of kept from the forward one, so a training step holds one block's
+  activations at a time rather than every block's (more compute, less memory). The widths
+  (argument 2, counting self) are static: they decide the slicing. Parameters are unchanged."""
+  return nn.remat(Block, static_argnums=(2,)) if remat else Block
 
 
 _NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)

@@ -30,7 +30,7 @@ import numpy as np
 
 from mone import capacity as capacity_lib
 from mone.models import routing
-from mone.models.layers import Block, split_groups
+from mone.models.layers import block_class, split_groups
 
 ROUTERS = ("learned", "random")
 
@@ -79,7 +79,7 @@ ALPHA_MAX = float(np.nextafter(np.float32(1), np.float32(0)))  # the largest flo
 
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
            patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
-           router="learned", alpha_bounded=True):
+           router="learned", alpha_bounded=True, remat=False):
   """The nested-expert layers, run inside `module`'s compact method: its parameters
   ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
   models' parameter names (and every committed checkpoint) as they were.
@@ -92,14 +92,14 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   (layers before the first are dense), EPR and Eq. 1; drop_smallest=True gives the smallest
   expert width 0 (its tokens skip every layer: MoD Greedy, Table 1).
   patch_order=False returns x in the last router's expert order, which saves a gather before a
-  permutation-invariant pooling.
+  permutation-invariant pooling. remat=True rematerialises every block (`layers.block_class`).
   Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
   'router_probs' [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
   """
   if router not in ROUTERS:
     raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
   D, widths = width, capacity_lib.expert_widths(width, num_experts)
-  blocks = [Block(D, num_heads, mlp_dim, name=f"block_{l}") for l in range(depth)]
+  blocks = [block_class(remat)(D, num_heads, mlp_dim, name=f"block_{l}") for l in range(depth)]
   pre, pre_w = ([], ()) if full is None else ([full], (D,))
   if capacities is None:
     if width_index is not None and width_index not in range(num_experts):
@@ -163,6 +163,7 @@ class NestedEncoder(nn.Module):
   router_layers: tuple[int, ...] = (0,)
   router: str = "learned"
   alpha_bounded: bool = True  # Eq. 1's alpha in [0, 1), as the paper states
+  remat: bool = False  # rematerialise every block: less activation memory, more compute
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
@@ -174,4 +175,4 @@ class NestedEncoder(nn.Module):
     return encode(self, x, capacities, full=full, width_index=width_index, drop_smallest=drop_smallest,
                   patch_order=patch_order, width=self.width, depth=self.depth, num_heads=self.num_heads,
                   mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
-                  router=self.router, alpha_bounded=self.alpha_bounded)
+                  router=self.router, alpha_bounded=self.alpha_bounded, remat=self.remat)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from mone.models import nested
 from mone.models.config import KINDS, ViTConfig, mod_tokens
-from mone.models.layers import Block, Head, PatchConv
+from mone.models.layers import Head, PatchConv, block_class
 
 
 class PatchEmbed(nn.Module):
@@ -46,10 +46,12 @@ class ViT(nn.Module):
       (expert index per token in the original patch order) of the first router.
       drop_smallest=True runs the smallest expert at width 0 (MoD-greedy, Table 1).
 
-  The random router (config.router='random') needs rngs={'routing': key}.
+  The random router (config.router='random') needs rngs={'routing': key}. remat=True
+  rematerialises every block in the backward pass (`mone.models.layers.block_class`).
   """
   config: ViTConfig
   routed: bool = False
+  remat: bool = False
 
   @nn.compact
   def __call__(self, images, capacities=None, *, width_index=None, drop_smallest=False):
@@ -63,7 +65,7 @@ class ViT(nn.Module):
     # The transformer is the drop-in nested encoder, its parameters in this module's scope.
     # Pooling is permutation invariant: the tokens may stay in expert order (patch_order=False).
     x, _, aux = nested.encode(self, x, capacities, width_index=width_index, drop_smallest=drop_smallest,
-                              patch_order=False, **nested.fields(cfg))
+                              patch_order=False, remat=self.remat, **nested.fields(cfg))
     return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
 
@@ -73,6 +75,7 @@ class MoD(nn.Module):
   per-layer router; the rest skip the layer. The block's update is scaled by the
   router weight, as in MoD, so the router receives gradients."""
   config: ViTConfig
+  remat: bool = False  # as ViT's
 
   @nn.compact
   def __call__(self, images):
@@ -81,7 +84,7 @@ class MoD(nn.Module):
     k = mod_tokens(cfg)
     aux = {"selected": []}
     for l in range(cfg.depth):
-      block = Block(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
+      block = block_class(self.remat)(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
       if l % 2 == 0:
         (x,) = block([x], (cfg.width,))
         continue
@@ -95,12 +98,13 @@ class MoD(nn.Module):
     return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
 
-def make_model(config: ViTConfig, kind: str) -> nn.Module:
-  """The Flax module for kind 'vit', 'matvit' (same as vit; pick width_index), 'mone', 'mod'."""
+def make_model(config: ViTConfig, kind: str, remat: bool = False) -> nn.Module:
+  """The Flax module for kind 'vit', 'matvit' (same as vit; pick width_index), 'mone', 'mod';
+  remat=True rematerialises every block."""
   if kind in ("vit", "matvit"):
-    return ViT(config)
+    return ViT(config, remat=remat)
   if kind == "mone":
-    return ViT(config, routed=True)
+    return ViT(config, routed=True, remat=remat)
   if kind == "mod":
-    return MoD(config)
+    return MoD(config, remat=remat)
   raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

@@ -33,7 +33,7 @@ import numpy as np
 from mone.models import nested
 from mone.models.config import VIDEO_KINDS as KINDS
 from mone.models.config import ViViTConfig
-from mone.models.layers import Block, head_kernel_init
+from mone.models.layers import block_class, head_kernel_init
 
 
 class TubeletEmbed(nn.Module):
@@ -86,10 +86,12 @@ class ViViT(nn.Module):
 
   Parameter names follow `mone.models.vit.ViT` where the roles match ('block_l', 'router_r',
   'alpha'), so a MatViViT checkpoint initialises MoNE-ViViT directly. The random router
-  (config.router='random') needs rngs={'routing': key}.
+  (config.router='random') needs rngs={'routing': key}. remat=True rematerialises every
+  block, spatial and temporal (`mone.models.layers.block_class`).
   """
   config: ViViTConfig
   routed: bool = False
+  remat: bool = False
 
   @nn.compact
   def __call__(self, video, capacities=None, *, width_index=None, drop_smallest=False):
@@ -107,7 +109,7 @@ class ViViT(nn.Module):
     # the CLS token of each temporal index runs at full width and is not routed. Only CLS is read
     # after it, so the tokens may stay in expert order.
     _, cls, aux = nested.encode(self, x, capacities, full=cls, width_index=width_index, drop_smallest=drop_smallest,
-                                patch_order=False, **nested.fields(cfg))
+                                patch_order=False, remat=self.remat, **nested.fields(cfg))
     if aux:  # one routing per temporal index: [B T', N, ...] -> [B, T', N, ...]
       aux = {"router_probs": aux["router_probs"].reshape(-1, nt, n, cfg.num_experts),
              "assignment": aux["assignment"].reshape(-1, nt, n)}
@@ -119,19 +121,19 @@ class ViViT(nn.Module):
                        (1, nt + 1, D))
     h = jnp.concatenate([jnp.broadcast_to(t_cls, (frames.shape[0], 1, D)), frames], axis=1) + t_pos
     for l in range(cfg.temporal_depth):
-      (h,) = Block(D, cfg.num_heads, cfg.mlp_dim, name=f"temporal_block_{l}")([h], (D,))
+      (h,) = block_class(self.remat)(D, cfg.num_heads, cfg.mlp_dim, name=f"temporal_block_{l}")([h], (D,))
     return ClsHead(cfg.num_classes, cfg.head_zeroinit, name="head")(h), aux  # [B, num_classes]
 
 
-def make_video_model(config: ViViTConfig, kind: str) -> nn.Module:
+def make_video_model(config: ViViTConfig, kind: str, remat: bool = False) -> nn.Module:
   """The Flax module for kind 'vit' (dense ViViT), 'matvit' (same module; pick
-  width_index) or 'mone'."""
+  width_index) or 'mone'; remat=True rematerialises every block."""
   if not isinstance(config, ViViTConfig):
     raise ValueError(f"config must be a ViViTConfig (mone.models.config.vivit(...)), got {type(config).__name__}")
   if kind in ("vit", "matvit"):
-    return ViViT(config)
+    return ViViT(config, remat=remat)
   if kind == "mone":
-    return ViViT(config, routed=True)
+    return ViViT(config, routed=True, remat=remat)
   raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 

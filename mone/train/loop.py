@@ -66,7 +66,8 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
                                    num_classes=cfg.model.num_classes, process_index=jax.process_index(),
                                    process_count=jax.process_count())
   watch = Progress(workdir / "metrics.jsonl", cfg, total_steps, start, write=lead)
-  learning_curve = Curve(cfg, model, train_src, mesh) if cfg.eval_every else None
+  eval_step = evaluation.eval_step_fn(cfg, model)  # one jitted step for every evaluation of the run
+  learning_curve = Curve(cfg, model, train_src, mesh, eval_step) if cfg.eval_every else None
   bar = tqdm(total=total_steps, initial=start, desc=f"{cfg.name}:{cfg.kind}", disable=not (progress and lead),
              dynamic_ncols=True, leave=False)
   try:
@@ -95,7 +96,8 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
     bar.close()
   mngr.wait_until_finished()
 
-  evals = [evaluation.evaluate(cfg, model, state["params"], test_src, e_c=e, width_index=w, mesh=mesh)
+  evals = [evaluation.evaluate(cfg, model, state["params"], test_src, e_c=e, width_index=w, mesh=mesh,
+                               step_fn=eval_step)
            for e, w in evaluation.eval_points(cfg)]
   metrics = {
       "name": cfg.name, "kind": cfg.kind, "seed": cfg.seed, "config": cfg,
@@ -122,12 +124,12 @@ class Curve:
   train_accuracy is on the first CURVE_TRAIN_EXAMPLES training images; val_accuracy on the
   validation split (None without one). Both at `evaluation.curve_point` (the training budget)."""
 
-  def __init__(self, cfg: TrainConfig, model, train_src, mesh):
+  def __init__(self, cfg: TrainConfig, model, train_src, mesh, step_fn=None):
     self.cfg, self.model, self.mesh = cfg, model, mesh
     self.sources = {"train_accuracy": pipeline.Subset(train_src, CURVE_TRAIN_EXAMPLES),
                     "val_accuracy": sources.validation_source(cfg)}
     self.e_c, self.width_index = evaluation.curve_point(cfg)
-    self.step_fn = evaluation.eval_step_fn(cfg, model)
+    self.step_fn = step_fn or evaluation.eval_step_fn(cfg, model)
 
   def point(self, step: int, params, history: list, curve: list) -> dict:
     since = curve[-1]["step"] if curve else 0

@@ -22,6 +22,7 @@ ADAPTIVE_E_C = (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
 DATASETS = ("digits", "tfds", "moving_digits", "tfds_video")
 VIDEO_DATASETS = ("moving_digits", "tfds_video")
 SHARDINGS = ("data", "fsdp")
+DTYPES = ("float32", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +74,13 @@ class TrainConfig:
   # Gradient accumulation: each step averages the gradients of grad_accum micro-batches of
   # batch_size / grad_accum examples (the same update with less activation memory).
   grad_accum: int = dataclasses.field(default=1, metadata={"hash_omit_default": True})
+  # The compute dtype: "bfloat16" runs the model's matmuls and activations in bfloat16 (fast
+  # on GPUs and TPUs) on a bfloat16 copy of the float32 parameters, made inside the step; the
+  # parameters, their gradients, the optimizer state and the loss stay float32.
+  dtype: str = dataclasses.field(default="float32", metadata={"hash_omit_default": True})
+  # Rematerialise every transformer block: its activations are recomputed in the backward
+  # pass instead of stored (less memory per example, about one more forward of compute).
+  remat: bool = dataclasses.field(default=False, metadata={"hash_omit_default": True})
   # How a run reports and checkpoints, not what it computes: none of these is hashed, so a run
   # trained elsewhere (another data_dir, log interval or checkpoint cadence) is found by its hash.
   log_every: int = dataclasses.field(default=25, metadata={"hash_omit": True})
@@ -109,6 +117,8 @@ class TrainConfig:
     need(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
     need(self.num_devices >= 0, f"num_devices must be >= 0, got {self.num_devices}")
     need(self.sharding in SHARDINGS, f"sharding must be one of {SHARDINGS}, got {self.sharding!r}")
+    need(self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+    need(isinstance(self.remat, bool), f"remat must be True or False, got {self.remat!r}")
     need(isinstance(self.grad_accum, int) and self.grad_accum >= 1 and self.batch_size % self.grad_accum == 0,
          f"grad_accum must be an integer >= 1 dividing batch_size={self.batch_size}, got {self.grad_accum!r}")
     for f in ("num_val", "eval_every"):

@@ -1,6 +1,5 @@
 """What one training step needs: the model of a config, its budget at a step, FLOPs,
 parameters, the optimizer and the jitted update."""
-import functools
 import logging
 import math
 
@@ -21,8 +20,8 @@ def build_model(cfg: TrainConfig):
   """The Flax module of the config's kind: ViT-family for images, ViViT-FE for videos."""
   if isinstance(cfg.model, ViViTConfig):
     from mone.models import vivit
-    return vivit.make_video_model(cfg.model, cfg.kind)
-  return vit.make_model(cfg.model, cfg.kind)
+    return vivit.make_video_model(cfg.model, cfg.kind, remat=cfg.remat)
+  return vit.make_model(cfg.model, cfg.kind, remat=cfg.remat)
 
 
 def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
@@ -99,13 +98,28 @@ def make_optimizer(cfg: TrainConfig, total_steps: int):
                                  mask=decay_mask))
 
 
+def to_compute_dtype(cfg: TrainConfig, tree):
+  """The floating arrays of `tree` in the config's compute dtype (a no-op for float32). Under
+  jit and grad, the cast's gradient carries the bfloat16 cotangent back into float32."""
+  dtype = jnp.dtype(cfg.dtype)
+  if dtype == jnp.float32:
+    return tree
+  return jax.tree_util.tree_map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+
+
 def logits(cfg, model, params, images, budget, rng, width_index=None):
+  """(logits [B, classes] in float32, aux) of the model, computed in cfg.dtype: the models
+  follow their inputs' dtype, so parameters and images are cast, and the logits cast back
+  for a float32 loss and argmax."""
+  params, images = to_compute_dtype(cfg, (params, images))
   if cfg.kind == "mone":
-    return model.apply({"params": params}, images, budget.capacities, drop_smallest=budget.drop_smallest,
-                       rngs={"routing": rng})
-  if cfg.kind == "matvit":
-    return model.apply({"params": params}, images, width_index=width_index)
-  return model.apply({"params": params}, images)
+    out, aux = model.apply({"params": params}, images, budget.capacities, drop_smallest=budget.drop_smallest,
+                           rngs={"routing": rng})
+  elif cfg.kind == "matvit":
+    out, aux = model.apply({"params": params}, images, width_index=width_index)
+  else:
+    out, aux = model.apply({"params": params}, images)
+  return out.astype(jnp.float32), aux
 
 
 def make_train_step(cfg: TrainConfig, model, tx, state_shardings=None):
