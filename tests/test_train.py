@@ -250,6 +250,22 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
 
 
+def _tensorboard_scalars(logdir) -> dict:
+  """{tag: [(step, value), ...]} from the TFRecord event files in logdir (each record: 8-byte
+  length, 4-byte CRC, an Event proto, 4-byte CRC), read with tensorboardX's own protos."""
+  from tensorboardX.proto import event_pb2
+  out = {}
+  for path in sorted(Path(logdir).glob("events.out.tfevents.*")):
+    data, pos = path.read_bytes(), 0
+    while pos < len(data):
+      n = int.from_bytes(data[pos:pos + 8], "little")
+      event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + n])
+      pos += 16 + n
+      for v in event.summary.value:
+        out.setdefault(v.tag, []).append((event.step, v.simple_value))
+  return out
+
+
 def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):
   cfg = tiny(kind="vit")
   m = loop.train(cfg, tmp_path / "run", progress=False)
@@ -259,6 +275,11 @@ def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):
   schedule = steps.learning_rate(cfg, m["train_steps"])
   assert [l["lr"] for l in lines] == pytest.approx([float(schedule(s)) for s in (2, 4, 6)])
   assert all(l["examples_per_s"] > 0 for l in lines) and lines[-1]["eta_s"] == 0
+  # The same numbers as TensorBoard scalars (tensorboardX is in requirements/lock.txt).
+  board = _tensorboard_scalars(tmp_path / "run" / "tensorboard")
+  assert [s for s, _ in board["train_loss"]] == [2, 4, 6] == [s for s, _ in board["lr"]]
+  assert [v for _, v in board["train_loss"]] == pytest.approx([l for _, l in m["history"]], rel=1e-6)
+  assert [v for _, v in board["lr"]] == pytest.approx([l["lr"] for l in lines], rel=1e-6)
   # A finished run rerun resumes at its end: nothing trained, nothing appended.
   loop.train(cfg, tmp_path / "run", progress=False)
   assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 3

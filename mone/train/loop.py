@@ -94,6 +94,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   finally:
     batches.close()
     bar.close()
+    watch.close()
   mngr.wait_until_finished()
 
   evals = [evaluation.evaluate(cfg, model, state["params"], test_src, e_c=e, width_index=w, mesh=mesh,
@@ -147,12 +148,15 @@ class Progress:
   learning rate, examples/s, ETA) and the same as one JSON line appended to WORKDIR/metrics.jsonl,
   so a run can be watched (`tail -f`) or plotted before it ends. A resumed run appends after the
   lines its first attempt wrote; a step logged twice (between the last checkpoint and a kill) is
-  read from its last line."""
+  read from its last line. Where tensorboardX is installed (it needs no TensorFlow), every
+  number of those lines also goes to TensorBoard event files in WORKDIR/tensorboard
+  (`tensorboard --logdir WORKDIR`)."""
 
   def __init__(self, path, cfg: TrainConfig, total_steps: int, start: int, write: bool = True):
     self.path, self.cfg, self.total, self.write = path, cfg, total_steps, write
     self.lr = steps.learning_rate(cfg, total_steps)
     self.last_step, self.last_time = start, time.time()
+    self.board = _tensorboard(path.parent / "tensorboard") if write else None
 
   def log(self, step: int, loss: float) -> dict:
     now = time.time()
@@ -169,6 +173,10 @@ class Progress:
   def _append(self, line: dict) -> None:
     if not self.write:  # not process 0 of a multi-process run
       return
+    if self.board is not None:
+      for key, value in line.items():
+        if key not in ("step", "time") and isinstance(value, (int, float)):
+          self.board.add_scalar(key, value, line["step"], walltime=line["time"])
     text = json.dumps(line) + "\n"
     if results.is_local(self.path):
       with open(self.path, "a") as f:
@@ -182,3 +190,16 @@ class Progress:
     fmt = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     log.info("step %d: train accuracy %s, validation accuracy %s", point["step"],
              fmt(point["train_accuracy"]), fmt(point["val_accuracy"]))
+
+  def close(self) -> None:
+    if self.board is not None:
+      self.board.close()  # flushes the event file
+
+
+def _tensorboard(logdir):
+  """A tensorboardX SummaryWriter on logdir, or None where tensorboardX is not installed."""
+  try:
+    from tensorboardX import SummaryWriter
+  except ImportError:
+    return None
+  return SummaryWriter(str(logdir))
