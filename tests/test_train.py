@@ -175,6 +175,21 @@ def test_video_models_train_with_the_same_loop(tmp_path, kind):
   assert m["gflops"] == pytest.approx(want)
 
 
+def test_video_stays_uint8_to_the_device_with_the_values_of_host_normalisation():
+  """A video batch reaches the step as uint8; mapped there to [-1, 1], it gives bit for bit the
+  logits of the float32 input normalised by numpy on the host (how the committed runs trained)."""
+  from mone.data import pipeline
+  cfg = tiny_video(kind="mone")
+  train_src, _ = sources.data_sources(cfg)
+  _, batch = next(iter(pipeline.train_batches(train_src, 4, seed=0, num_steps=1, num_classes=8)))
+  assert batch["video"].dtype == np.uint8
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
+  run = jax.jit(lambda v: steps.logits(cfg, model, params, v, steps.train_budget(cfg, 0), jax.random.key(0))[0])
+  on_host = batch["video"].astype(np.float32) / np.float32(127.5) - 1
+  np.testing.assert_array_equal(run(batch["video"]), run(on_host))
+
+
 def test_multiclip_evaluation_averages_clips():
   from mone.data import video
   from mone.train import evaluation, steps

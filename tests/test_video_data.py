@@ -180,8 +180,8 @@ def test_moving_digits_sources():
   train, test = video_data.moving_digits_sources("temporal", num_train=64, num_test=16)
   assert (len(train), len(test)) == (64, 16)
   batch = train.get_batch(np.array([3, 5]))
-  assert batch["video"].shape == (2, 8, 32, 32, 3) and batch["video"].dtype == np.float32
-  assert batch["video"].min() >= -1 and batch["video"].max() <= 1 and batch["video"].max() > 0
+  assert batch["video"].shape == (2, 8, 32, 32, 3) and batch["video"].dtype == np.uint8  # 1 byte per pixel
+  assert batch["video"].max() > 0
   assert batch["mask"].shape == (2, 8, 32, 32) and batch["label"].dtype == np.int32
   item = train[5]
   for k in batch:
@@ -240,8 +240,8 @@ def tiny_tfds(tmp_path_factory):
 
 
 def _decoded(video):
-  """(frame indices, label, ramp increases left to right) of a [..., T, S, S, 3] clip in [-1, 1]."""
-  u8 = np.rint((video + 1) * 127.5)
+  """(frame indices, label, ramp increases left to right) of a uint8 [..., T, S, S, 3] clip."""
+  u8 = video.astype(np.float64)
   return (u8[..., 0].mean((-2, -1)) / 8, u8[..., 2].mean((-3, -2, -1)) / 60,
           u8[..., 0, -1, 1] > u8[..., 0, 0, 1])
 
@@ -253,8 +253,8 @@ def test_tfds_train_clips(tiny_tfds):
   flips = []
   for epoch, i in np.ndindex(3, len(src)):
     item = {k: v[0] for k, v in src.get_batch(np.array([i]), epoch=epoch).items()}
-    assert item["video"].shape == (4, 16, 16, 3) and item["video"].dtype == np.float32
-    assert item["label"].dtype == np.int32 and -1 <= item["video"].min() <= item["video"].max() <= 1
+    assert item["video"].shape == (4, 16, 16, 3) and item["video"].dtype == np.uint8
+    assert item["label"].dtype == np.int32
     idx, label, increasing = _decoded(item["video"])
     assert label == item["label"]
     # 4 frames 2 apart from a random start; the 5-frame video is shorter than that and loops.
@@ -291,7 +291,7 @@ def test_tfds_multi_clip_eval(tiny_tfds):
     np.testing.assert_array_equal(idx, starts[:, None] + 2 * np.arange(3))
     assert increasing.all() and (label == item["label"]).all()
     # Central square crop of the 24 x 32 frame: the ramp is centred on its middle value.
-    green = (item["video"][..., 1] + 1) * 127.5
+    green = item["video"][..., 1].astype(np.float64)
     assert abs(green.mean() - 124) < 4
   assert src.get_batch(np.arange(2))["video"].shape == (2, 4, 3, 12, 12, 3)
 

@@ -1,7 +1,9 @@
 """Video sources: Kinetics-400 / SSv2 prepared with tensorflow-datasets, and moving digits.
 
 Sources follow the input pipeline's protocol: `__len__()`, `__getitem__(i) -> dict`
-and a vectorised `get_batch(indices) -> dict`, with 'video' float32 in [-1, 1].
+and a vectorised `get_batch(indices) -> dict`, with 'video' uint8 (1 byte per pixel through
+the host and the host-to-device copy, 4x less than float32; the train and eval steps map it
+to [-1, 1] on the device, `mone.data.pipeline.to_unit_range`).
 
 Video sampling follows ViViT (Arnab et al., 2021), whose recipe the paper inherits
 (Sec. 5): `num_frames` frames `stride` apart; training takes one random temporal
@@ -21,10 +23,6 @@ from mone.data import moving_digits
 
 CROP_AREA = (0.3, 1.0)  # random resized crop: fraction of the frame's area kept
 CROP_ASPECT = (3 / 4, 4 / 3)
-
-
-def _to_float(video: np.ndarray) -> np.ndarray:
-  return video.astype(np.float32) / 127.5 - 1.0
 
 
 # ------------------------------------------------------------------------------
@@ -80,8 +78,8 @@ class TFDSVideoSource:
 
   Expects features `video_key` (a `tfds.features.Video`, or a Sequence of Images:
   one encoded PNG/JPEG per frame) and `label_key` (a ClassLabel). Only the sampled
-  frames are decoded. Item i: {'video': float32 [T, S, S, 3] (train) or
-  [num_clips, T, S, S, 3] (eval) in [-1, 1], 'label': int32 []}.
+  frames are decoded. Item i: {'video': uint8 [T, S, S, 3] (train) or
+  [num_clips, T, S, S, 3] (eval), 'label': int32 []}.
 
   The augmentation of example i in epoch e is drawn from default_rng([seed, e, i]),
   so it depends neither on batching nor on threads (`get_batch(indices, epoch)`).
@@ -157,7 +155,7 @@ class TFDSVideoSource:
                     for im in images])[inverse.reshape(idx.shape)]  # [clips, T, S, S, 3]
     if flip:
       out = out[..., ::-1, :]
-    video = _to_float(out)
+    video = np.ascontiguousarray(out)
     return {"video": video[0] if self.train else video, "label": label}
 
 
@@ -165,7 +163,7 @@ class TFDSVideoSource:
 # Moving digits: the embedded default (see mone/moving_digits.py).
 # ------------------------------------------------------------------------------
 class ClipArraySource:
-  """In-memory clips; video stays uint8 until get_batch so a source costs 1 byte/pixel."""
+  """In-memory clips (uint8 video: a source costs 1 byte per pixel)."""
 
   def __init__(self, arrays: dict):
     self.arrays = arrays
@@ -174,12 +172,11 @@ class ClipArraySource:
     return len(self.arrays["label"])
 
   def __getitem__(self, i: int) -> dict:
-    return {k: (_to_float(v[i]) if k == "video" else v[i]) for k, v in self.arrays.items()}
+    return {k: v[i] for k, v in self.arrays.items()}
 
   def get_batch(self, indices) -> dict:
     indices = np.asarray(indices)
-    return {k: (_to_float(v[indices]) if k == "video" else v[indices])
-            for k, v in self.arrays.items()}
+    return {k: v[indices] for k, v in self.arrays.items()}
 
 
 def moving_digits_sources(task: str, num_frames: int = 8, image_size: int = 32,

@@ -9,6 +9,7 @@ import numpy as np
 import optax
 
 from mone import flops
+from mone.data import pipeline
 from mone.models.config import ViViTConfig
 from mone.models import vit
 from mone.train.recipes import TrainConfig
@@ -110,8 +111,9 @@ def to_compute_dtype(cfg: TrainConfig, tree):
 def logits(cfg, model, params, images, budget, rng, width_index=None):
   """(logits [B, classes] in float32, aux) of the model, computed in cfg.dtype: the models
   follow their inputs' dtype, so parameters and images are cast, and the logits cast back
-  for a float32 loss and argmax."""
-  params, images = to_compute_dtype(cfg, (params, images))
+  for a float32 loss and argmax. uint8 inputs (videos, kept uint8 up to the device) are mapped
+  to [-1, 1] first."""
+  params, images = to_compute_dtype(cfg, (params, pipeline.to_unit_range(images)))
   if cfg.kind == "mone":
     out, aux = model.apply({"params": params}, images, budget.capacities, drop_smallest=budget.drop_smallest,
                            rngs={"routing": rng})
