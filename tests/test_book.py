@@ -61,3 +61,15 @@ def test_a_chapter_depends_on_the_modules_it_imports_and_no_others(capsys):
   files = [l.split("  ", 1)[1] for l in lines[:-1]]
   assert files[0] == "notebooks/05_figure5_adaptation.ipynb" and "mone/train/loop.py" in files
   assert "mone/bench/cli.py" not in files and lines[-1] == "parameters: small seed=1"
+
+
+def test_published_chapters_print_no_warnings():
+  """The executed chapters the book renders carry no stderr output (warnings, tracebacks): a
+  warning on a page is fixed at its cause (as the clipped video frames and tight_layout were)."""
+  import json
+  chapters = sorted((BOOK / "notebooks").glob("[0-9]*.ipynb"))
+  assert chapters
+  for path in chapters:
+    cells = json.loads(path.read_text())["cells"]
+    stderr = ["".join(o["text"])[:200] for c in cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
+    assert not stderr, f"{path.name} prints to stderr: {stderr}"
