@@ -64,8 +64,9 @@ def curve_point(cfg: TrainConfig):
   width (MatViT), or the model itself."""
   if cfg.kind == "matvit":
     return (None, cfg.model.num_experts - 1)
-  if eval_points(cfg):
-    return eval_points(cfg)[0]
+  points = eval_points(cfg)
+  if points:
+    return points[0]
   return (sorted(cfg.adaptive_e_c)[len(cfg.adaptive_e_c) // 2], None)  # adaptive, no eval_e_c
 
 
