@@ -125,12 +125,12 @@ class Curve:
   train_accuracy is on the first CURVE_TRAIN_EXAMPLES training images; val_accuracy on the
   validation split (None without one). Both at `evaluation.curve_point` (the training budget)."""
 
-  def __init__(self, cfg: TrainConfig, model, train_src, mesh, step_fn=None):
+  def __init__(self, cfg: TrainConfig, model, train_src, mesh, step_fn):
     self.cfg, self.model, self.mesh = cfg, model, mesh
     self.sources = {"train_accuracy": pipeline.Subset(train_src, CURVE_TRAIN_EXAMPLES),
                     "val_accuracy": sources.validation_source(cfg)}
     self.e_c, self.width_index = evaluation.curve_point(cfg)
-    self.step_fn = step_fn or evaluation.eval_step_fn(cfg, model)
+    self.step_fn = step_fn  # the run's `evaluation.eval_step_fn`, shared with its final evaluations
 
   def point(self, step: int, params, history: list, curve: list) -> dict:
     since = curve[-1]["step"] if curve else 0
