@@ -238,6 +238,41 @@ def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_pa
   assert "note: smoke (vit) was retrained on cpu" in out and "NVIDIA H100" in out
 
 
+@pytest.mark.parametrize("make", [lambda: tiny(kind="mone", e_c=0.3), lambda: tiny_video(kind="mone", e_c=0.3),
+                                  lambda: tiny(kind="mone", **{"model.router": "random"})], ids=["image", "video", "random"])
+def test_committed_router_weights_give_the_trained_routers_outputs_without_retraining(tmp_path, monkeypatch, make):
+  """The router figures read only the embedding and the first router (results/weights/): with
+  every other parameter at its initialisation the router's outputs equal the trained model's
+  exactly, and once the file exists no checkpoint (and no training) is needed."""
+  import numpy as np
+
+  from mone.chapters import experiments, routers
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  cfg = make()
+  experiments.run(cfg, progress=False)
+  ex = routers.eval_examples(cfg, 32)
+  images = ex["video" if "video" in ex else "image"]
+  trained = experiments.trained_params(cfg)
+  full = routers.router_outputs(trained, cfg, images)
+  experiments.router_params(cfg)  # writes the file from the trained weights
+  saved = np.load(experiments.weights_path(cfg))
+  assert sorted(saved.files) == ["embed/conv/bias", "embed/conv/kernel", "embed/pos_embedding",
+                                 "router_0/bias", "router_0/kernel"]
+  import shutil
+  shutil.rmtree(experiments.workdir(cfg))  # a fresh clone: the committed weights, no checkpoint
+  params = experiments.router_params(cfg)
+  assert not experiments.workdir(cfg).exists()  # nothing retrained
+  for got, want in zip(routers.router_outputs(params, cfg, images), full):
+    np.testing.assert_array_equal(got, want)
+  # the rest is the initialisation, not the trained weights
+  assert not np.array_equal(params["block_0"]["qkv_kernel"], np.asarray(trained["block_0"]["qkv_kernel"]))
+  with pytest.raises(ValueError, match="first router is before layer 0"):
+    experiments.router_params(tiny(kind="mone", **{"model.router_layer": 1}))
+  with pytest.raises(ValueError, match="kind='vit'"):
+    experiments.router_params(tiny(kind="vit"))
+
+
 def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   cfg = tiny(kind="vit", eval_every=2, log_every=1, num_val=32)
   m = loop.train(cfg, tmp_path / "run", progress=False)

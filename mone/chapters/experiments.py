@@ -172,6 +172,55 @@ def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   return checkpoints.load_params(wd)
 
 
+# What a router before layer 0 reads: the token embedding and the router itself. The router
+# figures (1, 7) depend on nothing else, so these few parameters are all that must be committed
+# for a fresh clone to draw them without retraining (and so on any machine draw the same).
+ROUTER_INPUTS = ("embed", "router_0")
+
+
+def weights_path(cfg: recipes.TrainConfig) -> Path:
+  """The committed router weights of cfg's run (`router_params`)."""
+  return results_root() / "weights" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.npz"
+
+
+def router_params(cfg: recipes.TrainConfig, recompute: bool = False) -> dict:
+  """Parameters for the router figures: the `ROUTER_INPUTS` of cfg's trained run, from
+  results/weights/ where committed, every other parameter at its initialisation (the first
+  router, before layer 0, never reads them; a test checks that its outputs are those of the full
+  trained model). Without a committed file (or with recompute) the trained weights are read
+  (`trained_params`: retrained if no checkpoint is at hand) and the file is written, so the
+  figures always come from exactly the parameters a fresh clone reads."""
+  import jax
+  import numpy as np
+
+  from mone.train import steps
+  if cfg.kind != "mone" or cfg.model.router_layers[0] != 0:
+    raise ValueError(f"router_params is for a MoNE run whose first router is before layer 0; got kind="
+                     f"{cfg.kind!r}, router_layers={getattr(cfg.model, 'router_layers', None)}")
+  path = weights_path(cfg)
+  if recompute or not path.exists():
+    trained = trained_params(cfg, recompute)
+    flat = {"/".join(str(k.key) for k in key): np.asarray(v)
+            for key, v in jax.tree_util.tree_leaves_with_path({k: trained[k] for k in ROUTER_INPUTS})}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, **flat)
+    os.replace(tmp, path)
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
+  params = jax.tree_util.tree_map(np.asarray, params)
+  with np.load(path) as saved:
+    for name in saved.files:
+      *parents, leaf = name.split("/")
+      node = params
+      for p in parents:
+        node = node[p]
+      if node[leaf].shape != saved[name].shape:
+        raise ValueError(f"{path}: {name} has shape {saved[name].shape}, the model {node[leaf].shape}")
+      node[leaf] = saved[name]
+  return params
+
+
 def save_figure(fig, notebook: str, name: str) -> list[Path]:
   """Writes fig as PNG and SVG under results/<notebook>/ and returns the paths."""
   import matplotlib

@@ -1,0 +1,59 @@
+"""Trains the recalibrated small profile's image runs (`mone.chapters.plan`) one at a time, in
+plan order, skipping those whose run file exists; a killed queue resumes its current run from
+its checkpoints when started again. Commit each finished run file as it lands.
+
+  .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
+  nohup .venv/bin/python scripts/train_queue.py >> .cache/logs/queue.log 2>&1 &
+  .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
+"""
+import argparse
+import json
+import logging
+import time
+
+from mone.chapters import experiments, plan
+
+
+def status(cfg) -> str:
+  """'done', 'at step K' (a workdir with checkpoints/metrics) or 'to do'."""
+  if experiments.run_path(cfg).exists():
+    return "done"
+  lines = (experiments.workdir(cfg) / "metrics.jsonl")
+  if lines.exists():
+    steps = [json.loads(l).get("step", 0) for l in lines.read_text().splitlines() if l.strip()]
+    return f"at step {max(steps, default=0)}"
+  return "to do"
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  ap.add_argument("--list", action="store_true", help="print every run's status and exit")
+  ap.add_argument("--max-runs", type=int, default=0, help="stop after training this many runs (0: all)")
+  args = ap.parse_args()
+  if args.max_runs < 0:
+    ap.error(f"--max-runs must be >= 0, got {args.max_runs}")
+  runs = plan.image_runs()
+  if args.list:
+    for i, (label, cfg) in enumerate(runs):
+      print(f"{i:2d} {status(cfg):14s} {experiments.run_path(cfg).name:40s} {label}")
+    print(f"{sum(status(c) == 'done' for _, c in runs)} of {len(runs)} done")
+    return
+  logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+  trained = 0
+  for i, (label, cfg) in enumerate(runs):
+    if experiments.run_path(cfg).exists():
+      continue
+    if args.max_runs and trained == args.max_runs:
+      break
+    logging.info("run %d of %d: %s (%s)", i + 1, len(runs), label, experiments.run_path(cfg).name)
+    start = time.time()
+    m = experiments.run(cfg, progress=False)
+    trained += 1
+    logging.info("finished %s: accuracy %.2f%% after %d steps, %.0f s", label, 100 * m["accuracy"],
+                 m["train_steps"], time.time() - start)
+  left = sum(not experiments.run_path(c).exists() for _, c in runs)
+  logging.info("queue stops: %d of %d runs left", left, len(runs))
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,41 @@
+"""The recalibrated small profile's run plan (`mone.chapters.plan`)."""
+import collections
+
+from mone import capacity, results
+from mone.chapters import experiments, plan
+
+
+def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
+  runs = plan.image_runs()
+  hashes = [results.config_hash(cfg) for _, cfg in runs]
+  assert len(set(hashes)) == len(runs)
+  seeds = collections.defaultdict(set)
+  for label, cfg in runs:
+    base, _, seed = label.rpartition(", seed ")
+    assert int(seed) == cfg.seed
+    seeds[base].add(cfg.seed)
+  for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.3, random router"):
+    assert seeds[base] == set(plan.SEEDS), base
+  assert len(plan.SEEDS) >= 3
+
+
+def test_planned_runs_have_wide_experts_a_validation_split_and_one_device():
+  for label, cfg in plan.image_runs():
+    assert capacity.expert_widths(cfg.model.width, cfg.model.num_experts)[0] >= 16, label
+    assert cfg.num_val > 0 and cfg.eval_every > 0 and cfg.num_test >= 5000, label
+    assert cfg.num_devices == 1, label
+    if cfg.kind == "mone":
+      assert cfg.eval_e_c == experiments.grid("small").eval_e_c, label
+      assert cfg.model.alpha_bounded, label  # Eq. 1's alpha in [0, 1), as the paper
+
+
+def test_the_adaptive_and_iso_flops_runs_spend_the_dense_runs_training_flops():
+  from mone.train import steps
+  by_label = dict(plan.image_runs())
+  vit = by_label["ViT, seed 0"]
+  for label in ("MoNE adaptive, isoFLOPs, seed 0", "MoNE e_c=0.2, isoFLOPs, seed 0"):
+    cfg = by_label[label]
+    spent = steps.num_train_steps(cfg) * steps.train_step_gflops(cfg)
+    dense = steps.num_train_steps(vit) * steps.train_step_gflops(vit)
+    assert steps.num_train_steps(cfg) > vit.steps
+    assert abs(spent / dense - 1) < 0.01, (label, spent / dense)
