@@ -1,0 +1,32 @@
+"""The calibration criteria of the small profile (issue 24): plateau and memorisation."""
+import pytest
+
+from mone.chapters import calibration
+
+
+def run(vals, trains, steps=8000, every=1000):
+  curve = [{"step": every * (i + 1), "train_loss": 1.0, "train_accuracy": t, "val_accuracy": v}
+           for i, (v, t) in enumerate(zip(vals, trains))]
+  return {"name": "digits64", "kind": "vit", "train_steps": steps, "curve": curve, "accuracy": vals[-1],
+          "config_hash": "abc", "config": {"lr": 1e-3, "weight_decay": 0.1, "num_train": 50_000}}
+
+
+def test_check_measures_the_last_quarter_and_the_final_gap():
+  m = run([0.5, 0.7, 0.8, 0.85, 0.86, 0.87, 0.875, 0.88], [0.5, 0.7, 0.8, 0.9, 0.92, 0.95, 0.97, 0.985])
+  c = calibration.check(m)
+  assert c["from_step"] == 6000 and c["last_quarter_gain"] == pytest.approx(0.01)
+  assert c["train_val_gap"] == pytest.approx(0.105)
+  assert c["plateau"] and not c["not_memorised"]
+  c = calibration.check(run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000))
+  assert c["from_step"] == 3000 and c["last_quarter_gain"] == pytest.approx(0.05)
+  assert not c["plateau"] and c["not_memorised"]
+  assert "not a plateau" in calibration.table([run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)])
+
+
+def test_check_refuses_runs_it_cannot_judge():
+  with pytest.raises(ValueError, match="no validation curve"):
+    calibration.check({"name": "x", "kind": "vit", "curve": []})
+  with pytest.raises(ValueError, match="ends at step 7000"):
+    calibration.check(run([0.5] * 7, [0.5] * 7))
+  with pytest.raises(ValueError, match="no point in the first three quarters"):
+    calibration.check(run([0.5], [0.5], steps=1000))
