@@ -118,11 +118,10 @@ def cast(workload: Workload, dtype) -> Workload:
   every contender then computes in it, since the models follow their inputs' dtype."""
   if jnp.dtype(dtype) == jnp.float32:
     return workload
-  to = lambda t: jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, t)
 
   def make_inputs(batch, make=workload.make_inputs):
     x, y = make(batch)
     return x.astype(dtype), y
   return dataclasses.replace(workload, make_inputs=make_inputs,
-                             contenders=[dataclasses.replace(c, params=to(c.params)) for c in workload.contenders],
+                             contenders=[dataclasses.replace(c, params=layers.cast_floating(c.params, dtype)) for c in workload.contenders],
                              baseline=workload.baseline.replace("float32", jnp.dtype(dtype).name))

@@ -148,6 +148,15 @@ class Block(nn.Module):
     return materialize_grad(outs)
 
 
+def cast_floating(tree, dtype):
+  """The floating arrays of `tree` in `dtype` (integer arrays, e.g. uint8 pixels or labels,
+  unchanged); the tree itself where dtype is float32. Under jit and grad the cast's gradient
+  carries a bfloat16 cotangent back into float32 parameters."""
+  if jnp.dtype(dtype) == jnp.float32:
+    return tree
+  return jax.tree_util.tree_map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+
+
 def block_class(remat: bool = False):
   """`Block`, or (remat=True) `Block` rematerialised: its activations are recomputed in the
   backward pass instead of kept from the forward one, so a training step holds one block's

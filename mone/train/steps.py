@@ -11,7 +11,7 @@ import optax
 from mone import flops
 from mone.data import pipeline
 from mone.models.config import ViViTConfig
-from mone.models import vit
+from mone.models import layers, vit
 from mone.train.recipes import TrainConfig
 
 log = logging.getLogger("mone.train")
@@ -100,12 +100,8 @@ def make_optimizer(cfg: TrainConfig, total_steps: int):
 
 
 def to_compute_dtype(cfg: TrainConfig, tree):
-  """The floating arrays of `tree` in the config's compute dtype (a no-op for float32). Under
-  jit and grad, the cast's gradient carries the bfloat16 cotangent back into float32."""
-  dtype = jnp.dtype(cfg.dtype)
-  if dtype == jnp.float32:
-    return tree
-  return jax.tree_util.tree_map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+  """The floating arrays of `tree` in the config's compute dtype (a no-op for float32)."""
+  return layers.cast_floating(tree, cfg.dtype)
 
 
 def logits(cfg, model, params, images, budget, rng, width_index=None):
