@@ -97,18 +97,27 @@ def _curves(mone_acc, vit_acc, matvit=((0.005, 40.0), (0.02, 60.0)), mod=(0.009,
           ("v", "MatViT"): [_point(g, a) for g, a in matvit], ("v", "MoD"): [_point(*mod)]}
 
 
-def test_figure3_claims_decide_from_the_seed_study_and_interpolate_the_baselines():
-  study = {"ViT": {"seeds": [0, 1, 2], "accuracy_pct": [60.0, 61.0, 62.0]},
-           "MoNE e_c=0.4": {"seeds": [0, 1, 2], "accuracy_pct": [60.1, 61.2, 61.9]}}
-  out = {c["id"]: c for c in comparisons.figure3(_curves(60.0, 60.0), "v", study, 0, 1.0)}
+def test_figure3_claims_pair_the_seeds_that_trained_both_arms_and_interpolate_the_baselines():
+  # seeds 1 and 2 trained ViT and MoNE only (a seed study): they decide the match, not MatViT/MoD
+  by_seed = {0: _curves(60.0, 60.0), 1: {("v", "ViT"): [_point(0.02, 61.0)], ("v", "MoNE"): [_point(0.01, 61.2, 0.4)]},
+             2: {("v", "ViT"): [_point(0.02, 62.0)], ("v", "MoNE"): [_point(0.01, 61.9, 0.4)]}}
+  out = {c["id"]: c for c in comparisons.figure3(by_seed, "v", 1.0)}
   assert out["fig3.mone_matches_vit"]["n_seeds"] == 3 and out["fig3.mone_matches_vit"]["verdict"] == "reproduced"
+  assert out["fig3.mone_matches_vit"]["per_seed"] == pytest.approx([0.0, 0.2, -0.1])
   assert out["fig3.flops_reduction"]["measured"] == pytest.approx(2.0)
   # MatViT interpolated at MoNE's cheapest point (8 MFLOPs): 40 + 20 * 3/15 = 44; MoNE 58 there
-  assert out["fig3.mone_beats_matvit"]["measured"] == pytest.approx(14.0)
+  assert out["fig3.mone_beats_matvit"]["measured"] == pytest.approx(14.0) and out["fig3.mone_beats_matvit"]["n_seeds"] == 1
   assert out["fig3.mone_beats_mod"]["measured"] == pytest.approx(59.0 - 50.0)
   assert {c["verdict"] for k, c in out.items() if k in ("fig3.mone_beats_matvit", "fig3.mone_beats_mod")} == {"inconclusive"}
-  # Without a seed study the figure's single run decides nothing; outside MatViT's range: not testable.
-  single = {c["id"]: c for c in comparisons.figure3(_curves(60.0, 60.0, matvit=((0.015, 40.0), (0.02, 60.0))), "v", {}, 0, 1.0)}
+  # Every model at three seeds: MatViT and MoD are decided too, each seed against its own baseline.
+  full = {s: _curves(60.0 + s, 60.0, matvit=((0.005, 40.0 + s), (0.02, 60.0)), mod=(0.009, 50.0 - s)) for s in (0, 1, 2)}
+  out = {c["id"]: c for c in comparisons.figure3(full, "v", 1.0)}
+  assert out["fig3.mone_beats_matvit"]["per_seed"] == pytest.approx([14.0, 58.0 + 1 - (41.0 + 19 * 3 / 15), 58.0 + 2 - (42.0 + 18 * 3 / 15)])
+  assert out["fig3.mone_beats_matvit"]["verdict"] == "reproduced"
+  assert out["fig3.mone_beats_mod"]["per_seed"] == pytest.approx([9.0, 11.0, 13.0]) and out["fig3.mone_beats_mod"]["verdict"] == "reproduced"
+  assert out["fig3.mone_matches_vit"]["verdict"] == "inconclusive"  # +0, +1, +2: the CI reaches past 1 point
+  # One seed decides nothing; outside MatViT's range: not testable.
+  single = {c["id"]: c for c in comparisons.figure3({0: _curves(60.0, 60.0, matvit=((0.015, 40.0), (0.02, 60.0)))}, "v", 1.0)}
   assert single["fig3.mone_matches_vit"]["verdict"] == "inconclusive"
   assert single["fig3.mone_beats_matvit"]["verdict"] == "not testable"
 

@@ -1,9 +1,10 @@
-"""The accuracy claims of Figures 3 and 4, built from a chapter's curves and seed study.
+"""The accuracy claims of Figures 3 and 4, built from a chapter's curves over seeds.
 
 A curve is a list of points (`analysis.points`: 'gflops', 'accuracy_pct', 'e_c', 'learned');
-`curves[key, label]` holds one per model size or task (key) and model (label). A seed study is
-`analysis.seed_study`'s dict. Where a study gives several seeds of both arms, a claim is decided
-from them; otherwise from the figure's single run (`seed`), which `mone.chapters.claims` calls
+`curves[key, label]` holds one per model size or task (key) and model (label), and `by_seed`
+maps each seed to such a dict, with the models trained at that seed (seeds may lack models).
+Each claim is decided over the seeds where all of its arms exist: the paired differences give
+`mone.chapters.claims` its confidence interval, and with fewer than three seeds it is
 inconclusive.
 """
 import numpy as np
@@ -18,44 +19,56 @@ def _arm(study: dict, label: str, point: dict, seed: int) -> dict:
   return {seed: point["accuracy_pct"]}
 
 
-def beats_nested(claim_id: str, text: str, paper: str, mone: list, nested: list, name: str, seed: int,
+def _at_e_c(points: list, e_c: float) -> dict | None:
+  return next((p for p in points if p["e_c"] == e_c), None)
+
+
+def beats_nested(claim_id: str, text: str, paper: str, mone: dict, nested: dict, name: str,
                  learned: bool) -> dict:
-  """MoNE against the curve of nested sub-models `name` (MatViT, MatViViT) at MoNE's cheapest
-  point inside that curve's FLOPs range, the nested accuracy interpolated there (one seed)."""
-  inside = [p for p in sorted(mone, key=lambda p: p["gflops"]) if np.isfinite(claims.at_flops(nested, p["gflops"]))]
+  """MoNE against the curve of nested sub-models `name` (MatViT, MatViViT), both {seed: points},
+  at MoNE's cheapest capacity inside that curve's FLOPs range (FLOPs do not depend on the seed;
+  the lowest seed's curves choose it), the nested accuracy interpolated there, per seed."""
+  seeds = sorted(set(mone) & set(nested))
+  if not seeds:
+    return claims.not_testable(claim_id, text, paper, "trained", f"no seed has both MoNE and {name}")
+  ref = seeds[0]
+  inside = [p for p in sorted(mone[ref], key=lambda p: p["gflops"]) if np.isfinite(claims.at_flops(nested[ref], p["gflops"]))]
   if not inside:
     return claims.not_testable(claim_id, text, paper, "trained", f"no MoNE point inside {name}'s FLOPs range")
-  p = inside[0]
-  return claims.trained(claim_id, text, paper, {seed: p["accuracy_pct"] - claims.at_flops(nested, p["gflops"])},
-                        relation="beats", tolerance=0.0, learned=learned, note=f"at e_c = {p['e_c']}")
+  e_c = inside[0]["e_c"]
+  diffs = {s: p["accuracy_pct"] - claims.at_flops(nested[s], p["gflops"])
+           for s in seeds if (p := _at_e_c(mone[s], e_c)) is not None}
+  return claims.trained(claim_id, text, paper, diffs, relation="beats", tolerance=0.0, learned=learned, note=f"at e_c = {e_c}")
 
 
-def figure3(curves: dict, variant: str, seed_study: dict, seed: int, tolerance: float) -> list[dict]:
-  """Figure 3's claims on the smallest model `variant`: MoNE at e_c = 0.4 matches the dense ViT
-  (over the seed study's seeds), with about 2x fewer FLOPs; MoNE beats MatViT and MoD at equal
-  FLOPs; isoFLOPs training helps at the lowest e_c (if trained)."""
-  vit, mone, matvit, mod = (curves[variant, k] for k in ("ViT", "MoNE", "MatViT", "MoD"))
-  vit, mod = vit[0], mod[0]
-  m04 = next(p for p in mone if p["e_c"] == 0.4)
-  learned = all(p["learned"] is not False for pts in curves.values() for p in pts)
+def figure3(by_seed: dict, variant: str, tolerance: float) -> list[dict]:
+  """Figure 3's claims on the smallest model `variant`, each over the seeds that trained its
+  arms: MoNE at e_c = 0.4 matches the dense ViT, with about 2x fewer FLOPs; MoNE beats MatViT
+  and MoD at equal FLOPs; isoFLOPs training helps at the lowest e_c (if trained)."""
+  arm = lambda label: {s: c[variant, label] for s, c in by_seed.items() if (variant, label) in c}
+  vit, mone, matvit, mod, iso = (arm(k) for k in ("ViT", "MoNE", "MatViT", "MoD", "MoNE-isoFLOPs"))
+  m04 = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, 0.4)) is not None}
+  ref = min(set(vit) & set(mone))
+  vit_ref, m04_ref = vit[ref][0], _at_e_c(mone[ref], 0.4)
+  learned = all(p["learned"] is not False for c in by_seed.values() for pts in c.values() for p in pts)
   out = [
       claims.trained("fig3.mone_matches_vit", f"MoNE at e_c = 0.4 matches the dense ViT's accuracy (within {tolerance:g} point)",
-                     "comparable accuracy (S/16: 2x fewer FLOPs)", _arm(seed_study, "MoNE e_c=0.4", m04, seed),
-                     _arm(seed_study, "ViT", vit, seed), relation="matches", tolerance=tolerance, learned=learned),
+                     "comparable accuracy (S/16: 2x fewer FLOPs)", m04, {s: pts[0]["accuracy_pct"] for s, pts in vit.items()},
+                     relation="matches", tolerance=tolerance, learned=learned),
       claims.arithmetic("fig3.flops_reduction", "MoNE at e_c = 0.4 needs about 2x fewer inference FLOPs than the dense ViT (at least 1.8x)",
-                        "around 2x", vit["gflops"] / m04["gflops"], at_least=1.8, unit="x"),
+                        "around 2x", vit_ref["gflops"] / m04_ref["gflops"], at_least=1.8, unit="x"),
       beats_nested("fig3.mone_beats_matvit", "At its cheapest point inside MatViT's curve, MoNE is more accurate than MatViT at the same FLOPs (interpolated)",
-                   "much better than MatViT's nested models at low FLOPs", mone, matvit, "MatViT", seed, learned)]
+                   "much better than MatViT's nested models at low FLOPs", mone, matvit, "MatViT", learned)]
   text, paper = "At MoD's FLOPs, MoNE's curve (interpolated) is more accurate than MoD", "much better than MoD"
-  at_mod = claims.at_flops(mone, mod["gflops"])
-  out.append(claims.trained("fig3.mone_beats_mod", text, paper, {seed: at_mod - mod["accuracy_pct"]}, relation="beats",
-                            tolerance=0.0, learned=learned) if np.isfinite(at_mod) else
-             claims.not_testable("fig3.mone_beats_mod", text, paper, "trained", "MoD's FLOPs lie outside MoNE's curve"))
-  if (variant, "MoNE-isoFLOPs") in curves:
-    iso = curves[variant, "MoNE-isoFLOPs"][0]
-    plain = next(p for p in mone if p["e_c"] == iso["e_c"])
-    out.append(claims.trained("fig3.iso_flops_helps", f"isoFLOPs training improves MoNE at the lowest e_c ({iso['e_c']})",
-                              "improves, most at low FLOPs", {seed: iso["accuracy_pct"]}, {seed: plain["accuracy_pct"]},
+  at_mod = {s: claims.at_flops(mone[s], pts[0]["gflops"]) - pts[0]["accuracy_pct"] for s, pts in mod.items() if s in mone}
+  at_mod = {s: d for s, d in at_mod.items() if np.isfinite(d)}
+  out.append(claims.trained("fig3.mone_beats_mod", text, paper, at_mod, relation="beats", tolerance=0.0, learned=learned)
+             if at_mod else claims.not_testable("fig3.mone_beats_mod", text, paper, "trained", "MoD's FLOPs lie outside MoNE's curve"))
+  if iso:
+    iso_e_c = next(iter(iso.values()))[0]["e_c"]
+    plain = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, iso_e_c)) is not None}
+    out.append(claims.trained("fig3.iso_flops_helps", f"isoFLOPs training improves MoNE at the lowest e_c ({iso_e_c})",
+                              "improves, most at low FLOPs", {s: pts[0]["accuracy_pct"] for s, pts in iso.items()}, plain,
                               relation="beats", tolerance=0.0, learned=learned))
   return out
 
@@ -79,4 +92,4 @@ def figure4(curves: dict, task: str, paper_name: str, seed_study: dict, seed: in
                         f"(at least {min_reduction}x)", "2-3x", vit["gflops"] / m04["gflops"], at_least=min_reduction, unit="x"),
       beats_nested(f"fig4.{task}.mone_beats_matvivit", f"{task} task: at its cheapest point inside MatViViT's curve, MoNE is more "
                    "accurate than MatViViT at the same FLOPs (interpolated)", "significantly better than the nested models",
-                   mone, matvivit, "MatViViT", seed, learned)]
+                   {seed: mone}, {seed: matvivit}, "MatViViT", learned)]
