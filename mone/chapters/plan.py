@@ -5,9 +5,9 @@ steps takes about an hour), so it spans sessions: `scripts/train_queue.py` train
 one at a time in this order, skipping finished ones and resuming a killed one from its
 checkpoints. Two runs side by side are no faster in total on 2 cores (each takes all of them).
 
-The order puts the headline comparisons first, and within them the paired seeds of one
-comparison before the next comparison, so that each claim becomes decidable as early as
-possible; single-seed studies come last, the costliest (isoFLOPs) at the very end.
+The order puts the headline comparisons first, one seed at a time (seed 0's runs give every
+headline figure a first, single-seed answer; seeds 1 and 2 then make the claims decidable);
+single-seed studies come last, the costliest (isoFLOPs) at the very end.
 
 The configs are those the chapters will ask for once `experiments.image_config('small')`
 starts from `recipes.digits64` (a test checks that they stay the same).
@@ -42,7 +42,7 @@ def image_runs() -> list[tuple[str, recipes.TrainConfig]]:
       # Figure 6c's claim is at the lowest e_c, where the paper's random router degrades most
       ("MoNE e_c=0.2, random router", lambda s: mone(0.2, seed=s, **{"model.router": "random"})),
   ]
-  runs = [(f"{label}, seed {s}", make(s)) for label, make in headline for s in SEEDS]
+  runs = [(f"{label}, seed {s}", make(s)) for s in SEEDS for label, make in headline]
   runs += [  # seed 0 only: Figures 3 (e_c = 0.6), 5, 6a/6b/6c and 7
       ("MoNE e_c=0.6, seed 0", mone(0.6)),
       ("MoNE e_c=0.3, router before block 1, seed 0", mone(0.3, **{"model.router_layer": 1})),
