@@ -192,6 +192,7 @@ def router_params(cfg: recipes.TrainConfig, recompute: bool = False) -> dict:
   figures always come from exactly the parameters a fresh clone reads."""
   import jax
   import numpy as np
+  from flax import traverse_util
 
   from mone.train import steps
   if cfg.kind != "mone" or cfg.model.router_layers[0] != 0:
@@ -200,24 +201,20 @@ def router_params(cfg: recipes.TrainConfig, recompute: bool = False) -> dict:
   path = weights_path(cfg)
   if recompute or not path.exists():
     trained = trained_params(cfg, recompute)
-    flat = {"/".join(str(k.key) for k in key): np.asarray(v)
-            for key, v in jax.tree_util.tree_leaves_with_path({k: trained[k] for k in ROUTER_INPUTS})}
+    flat = traverse_util.flatten_dict({k: jax.device_get(trained[k]) for k in ROUTER_INPUTS}, sep="/")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
     np.savez(tmp, **flat)
     os.replace(tmp, path)
   model = steps.build_model(cfg)
   params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
-  params = jax.tree_util.tree_map(np.asarray, params)
+  params = traverse_util.flatten_dict(jax.device_get(params), sep="/")
   with np.load(path) as saved:
     for name in saved.files:
-      *parents, leaf = name.split("/")
-      node = params
-      for p in parents:
-        node = node[p]
-      if node[leaf].shape != saved[name].shape:
-        raise ValueError(f"{path}: {name} has shape {saved[name].shape}, the model {node[leaf].shape}")
-      node[leaf] = saved[name]
+      if params[name].shape != saved[name].shape:
+        raise ValueError(f"{path}: {name} has shape {saved[name].shape}, the model {params[name].shape}")
+      params[name] = saved[name]
+  params = traverse_util.unflatten_dict(params, sep="/")
   return params
 
 
