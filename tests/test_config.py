@@ -87,8 +87,9 @@ def test_what_a_run_reports_is_not_hashed_but_its_validation_split_is():
                      ({"eval_every": 1.5}, "eval_every must be an integer >= 0")):
     with pytest.raises(ValueError, match=match):
       recipes.apply_overrides(cfg, bad)
-  with pytest.raises(ValueError, match="num_val .* is for dataset=digits"):
-    recipes.apply_overrides(recipes.video_temporal(), {"num_val": 100})
+  with pytest.raises(ValueError, match=r"num_val \(a validation split\) is for the embedded datasets"):
+    recipes.apply_overrides(recipes.ssv2(), {"num_val": 100})
+  assert recipes.apply_overrides(recipes.video_temporal(), {"num_val": 100}).num_val == 100
 
 
 def test_alpha_is_bounded_except_in_the_sizes_trained_before_the_bound():

@@ -57,12 +57,33 @@ def test_deterministic_per_seed(task, fresh_cache):
 def test_each_split_renders_only_its_own_pool(task, monkeypatch, fresh_cache):
   """Blanking one pool's digits must blank that split's clips entirely (digits and clutter)."""
   real = mnist.mnist_pool
-  for blank, other in [("train", "test"), ("test", "train")]:
-    monkeypatch.setattr(md, "mnist_pool", lambda split, blank=blank: (
-        np.zeros_like(real(split)[0]) if split == blank else real(split)[0], real(split)[1]))
+  for blank, other in [("train", "test"), ("test", "train"), ("val", "train"), ("train", "val")]:
+    monkeypatch.setattr(md, "mnist_pool", lambda split, holdout=False, blank=blank: (
+        np.zeros_like(real(split, holdout)[0]) if split == blank else real(split, holdout)[0],
+        real(split, holdout)[1]))
     md.make_moving_digits.cache_clear()
     assert md.make_moving_digits(blank, 30, task)["video"].max() == 0
     assert md.make_moving_digits(other, 30, task)["video"].max((1, 2, 3, 4)).min() > 0
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_validation_clips_use_digits_that_a_held_out_training_set_never_shows(task, monkeypatch, fresh_cache):
+  """holdout_val=True asks for the train pool without the validation digits; 'val' asks for
+  those digits only; and adding a validation split leaves the test clips as they were."""
+  asked, real = [], mnist.mnist_pool
+  monkeypatch.setattr(md, "mnist_pool", lambda split, holdout=False: asked.append((split, holdout)) or real(split, holdout))
+  test_before = md.make_moving_digits("test", 20, task)["video"]
+  md.make_moving_digits("train", 20, task, holdout_val=True)
+  md.make_moving_digits("val", 20, task)
+  assert asked == [("test", False), ("train", True), ("val", False)]
+  md.make_moving_digits.cache_clear()
+  np.testing.assert_array_equal(video_data.moving_digits_sources(task, num_train=8, num_test=20,
+                                                                 holdout_val=True)[1].get_batch(np.arange(20))["video"],
+                                test_before)
+  val = video_data.moving_digits_val(task, 12)
+  assert len(val) == 12 and val.get_batch(np.arange(12))["video"].max() > 0
+  with pytest.raises(ValueError, match="holdout_val=True is for split='train'"):
+    md.make_moving_digits("test", 4, task, holdout_val=True)
 
 
 def test_source_pools_are_disjoint():
@@ -166,7 +187,7 @@ def test_temporal_single_frame_is_independent_of_the_label():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(split="val"), "split"), (dict(task="kinetics"), "task"), (dict(num=0), "num"),
+    (dict(split="validation"), "split"), (dict(task="kinetics"), "task"), (dict(num=0), "num"),
     (dict(image_size=8), "image_size"), (dict(num_frames=0, task="appearance"), "num_frames"),
     (dict(num_frames=7), "num_frames"), (dict(num_frames=4), "num_frames"),
 ])

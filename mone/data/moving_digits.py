@@ -27,7 +27,9 @@ Two tasks mirror the paper's two video datasets (Sec. 5):
   tubelets still cannot tell which side moved first (it is at chance 1/2 there).
 
 Train clips draw every digit (and every clutter fragment) from
-`mnist_pool('train')`, test clips from `mnist_pool('test')`.
+`mnist_pool('train')`, test clips from `mnist_pool('test')`, validation clips from
+`mnist_pool('val')`; a training set made with holdout_val=True leaves the validation
+pool's digits out, so validation digits are never seen in training either.
 """
 import functools
 
@@ -47,6 +49,7 @@ NUM_CLUTTER = {"appearance": 3, "temporal": 2}  # fragments of other digits
 # half the width each, so a digit scrolls 4 px per frame at T = 8: with 12 px windows (3 px
 # steps) a tiny ViViT stayed at chance for 1,600 steps; with 16 px it reached ~92%.
 DIGIT_SIZE = {"appearance": 1 / 2, "temporal": 1 / 2}
+_SPLIT_IDS = {"train": 0, "test": 1, "val": 2}  # rng stream per split (train, test: as before val existed)
 INK = 0.3  # sprite intensity (of 1) above which a pixel counts as part of the object
 
 
@@ -58,9 +61,9 @@ def _resize_matrix(n_in: int, n_out: int) -> np.ndarray:
   return overlap / overlap.sum(1, keepdims=True)
 
 
-def _sprites(split: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+def _sprites(split: str, size: int, holdout_val: bool = False) -> tuple[np.ndarray, np.ndarray]:
   """The split's digits as float32 [n, size, size] in [0, 1], and their labels."""
-  x, y = mnist_pool(split)
+  x, y = mnist_pool(split, holdout_val)
   w = _resize_matrix(x.shape[1], size)
   return (w @ (x.astype(np.float32) / 255) @ w.T).astype(np.float32), y
 
@@ -180,14 +183,19 @@ def _check(name, value, allowed):
 
 @functools.lru_cache(maxsize=4)  # a 4000-clip set is ~130 MB
 def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
-                       image_size: int = 32, seed: int = 0) -> dict:
+                       image_size: int = 32, seed: int = 0, holdout_val: bool = False) -> dict:
   """Returns {'video': uint8 [num, T, H, W, 3], 'label': int32 [num], 'mask': bool [num, T, H, W]}.
 
   mask marks the task-relevant object(s) frame by frame: the labelled digit
   ('appearance') or both orbiting digits ('temporal'), not the clutter. Labels are
   balanced (counts differ by at most one). Cached, so the arrays are read-only.
+  split: 'train', 'val' or 'test'; holdout_val=True (train only) leaves the validation
+  pool's digits out of a training set that has a validation split beside it.
   """
-  _check("split", split, {"train", "test"})
+  _check("split", split, set(_SPLIT_IDS))
+  if holdout_val and split != "train":
+    raise ValueError(f"holdout_val=True is for split='train' (it keeps validation digits out of "
+                     f"training), got split={split!r}")
   _check("task", task, set(NUM_CLASSES))
   if not isinstance(num, (int, np.integer)) or num < 1:
     raise ValueError(f"num must be a positive int, got {num!r}")
@@ -200,8 +208,8 @@ def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
     raise ValueError(f"num_frames must be a positive int, got {num_frames!r}")
 
   # Separate streams per (split, task) so that changing one never changes another.
-  rng = np.random.default_rng([seed, int(split == "test"), int(task == "temporal")])
-  sprites, digit_labels = _sprites(split, int(round(image_size * DIGIT_SIZE[task])))
+  rng = np.random.default_rng([seed, _SPLIT_IDS[split], int(task == "temporal")])
+  sprites, digit_labels = _sprites(split, int(round(image_size * DIGIT_SIZE[task])), holdout_val)
   if task == "appearance":
     video, label, mask = _appearance_clips(rng, sprites, digit_labels, num, num_frames, image_size)
   else:

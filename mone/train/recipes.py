@@ -49,8 +49,8 @@ class TrainConfig:
   eval_split: str = "validation"
   num_train: int = 10000      # embedded dataset sizes
   num_test: int = 2000
-  # digits: validation images, from MNIST digits the training images then leave out
-  # (`mone.data.mnist.mnist_pool`); 0 = no validation split (the first profile).
+  # digits, moving_digits: validation images (clips), from MNIST digits the training set then
+  # leaves out (`mone.data.mnist.mnist_pool`); 0 = no validation split (the first profiles).
   num_val: int = dataclasses.field(default=0, metadata={"hash_omit_default": True})
   data_seed: int = 0          # the embedded dataset is a function of this seed
   batch_size: int = 128
@@ -124,8 +124,9 @@ class TrainConfig:
     for f in ("num_val", "eval_every"):
       need(isinstance(getattr(self, f), int) and getattr(self, f) >= 0,
            f"{f} must be an integer >= 0, got {getattr(self, f)!r}")
-    need(self.num_val == 0 or self.dataset == "digits",
-         f"num_val (a validation split) is for dataset=digits, got dataset={self.dataset}")
+    need(self.num_val == 0 or self.dataset in ("digits", "moving_digits"),
+         f"num_val (a validation split) is for the embedded datasets (digits, moving_digits), "
+         f"got dataset={self.dataset}")
     need(self.dataset in DATASETS, f"dataset must be one of {DATASETS}, got {self.dataset!r}")
     video = self.dataset in VIDEO_DATASETS
     need(isinstance(self.model, ViViTConfig) == video,
