@@ -122,16 +122,20 @@ def test_figure3_claims_pair_the_seeds_that_trained_both_arms_and_interpolate_th
   assert single["fig3.mone_beats_matvit"]["verdict"] == "not testable"
 
 
-def test_figure4_claims_are_inconclusive_when_a_run_stayed_on_the_plateau():
-  curves = {("temporal", k.replace("ViT", "ViViT").replace("MatViT", "MatViViT")): v for (_, k), v in _curves(60.0, 60.0).items()}
-  study = {"ViViT": {"seeds": [0, 1, 2], "accuracy_pct": [60.0, 61.0, 62.0], "left_plateau_at_step": [100, 200, 300]},
-           "MoNE e_c=0.4": {"seeds": [0, 1, 2], "accuracy_pct": [60.5, 61.5, 62.5], "left_plateau_at_step": [100, None, 300]}}
-  out = {c["id"]: c for c in comparisons.figure4(curves, "temporal", "SSv2", study, 0, 1.0, 1.95)}
-  assert out["fig4.temporal.mone_no_drop"]["verdict"] == "inconclusive" and out["fig4.temporal.mone_no_drop"]["n_seeds"] == 3
-  study["MoNE e_c=0.4"]["left_plateau_at_step"][1] = 200
-  out = {c["id"]: c for c in comparisons.figure4(curves, "temporal", "SSv2", study, 0, 1.0, 1.95)}
-  assert out["fig4.temporal.mone_no_drop"]["verdict"] == "reproduced"
+def test_figure4_claims_pair_seeds_and_are_inconclusive_when_a_run_stayed_on_the_plateau():
+  video = lambda curves: {("temporal", k.replace("ViT", "ViViT").replace("MatViT", "MatViViT")): v for (_, k), v in curves.items()}
+  seed_only = lambda vit, mone: {("temporal", "ViViT"): [_point(0.02, vit)], ("temporal", "MoNE"): [_point(0.01, mone, 0.4)]}
+  by_seed = {0: video(_curves(60.5, 60.0)), 1: seed_only(61.0, 61.4), 2: seed_only(62.0, 62.6),
+             3: {("appearance", "ViViT"): [_point(0.02, 10.0, learned=False)]}}  # another task's plateau is not this one's
+  out = {c["id"]: c for c in comparisons.figure4(by_seed, "temporal", "SSv2", 1.0, 1.95)}
+  assert out["fig4.temporal.mone_no_drop"]["verdict"] == "reproduced" and out["fig4.temporal.mone_no_drop"]["n_seeds"] == 3
+  assert out["fig4.temporal.mone_no_drop"]["per_seed"] == pytest.approx([0.5, 0.4, 0.6])
   assert out["fig4.temporal.flops_reduction"]["verdict"] == "reproduced"
+  assert out["fig4.temporal.mone_beats_matvivit"]["n_seeds"] == 1  # MatViViT at seed 0 only
+  by_seed[1][("temporal", "MoNE")] = [_point(0.01, 61.4, 0.4, learned=False)]
+  out = {c["id"]: c for c in comparisons.figure4(by_seed, "temporal", "SSv2", 1.0, 1.95)}
+  assert out["fig4.temporal.mone_no_drop"]["verdict"] == "inconclusive"
+  assert out["fig4.temporal.mone_no_drop"]["why"] == "a compared run never left the chance plateau"
 
 
 def test_the_speed_chapter_draws_the_committed_benchmark_files():
