@@ -228,3 +228,23 @@ def test_format_table_is_text_when_printed_and_a_table_when_displayed():
   t = analysis.format_table([{"a": 1.23456, "b": "x|y"}, {"a": 2.0, "b": "z"}], ["a", "b"], 3)
   assert str(t).splitlines() == ["   a    b", "1.23  x|y", "   2    z"] and repr(t) == str(t)
   assert t._repr_markdown_() == "| a | b |\n|---|---|\n| 1.23 | x\\|y |\n| 2 | z |\n"
+
+
+def test_temporal_errors_split_the_label_into_its_factors():
+  # label 0: left scrolls down first, then right down; label 6: right up first, then left down
+  label = np.array([0, 0, 0, 0, 6, 6, 6, 6])
+  digit = np.array([[3, 1], [3, 5], [1, 3], [7, 7], [3, 1], [1, 3], [5, 5], [2, 3]])  # (left, right) classes
+  pred = label.copy()
+  pred[0] = 2  # 0 -> 2: the first mover's (left, a 3) direction wrong
+  pred[4] = 5  # 6 -> 5: the first mover's (right, a 1) direction and the second's (left, a 3) wrong
+  pred[7] = 2  # 6 -> 2: order wrong (and the first's direction kept)
+  out = analysis.temporal_errors(pred, label, digit)
+  assert out["error_pct"] == pytest.approx(37.5) and out["order_error_pct"] == pytest.approx(12.5)
+  assert out["first_direction_error_pct"] == pytest.approx(25.0) and out["second_direction_error_pct"] == pytest.approx(12.5)
+  by_digit = out["direction_error_pct_by_digit"]
+  # 3 moves in clips 0, 1, 2, 4, 5, 7: wrong in clip 0 (first) and clip 4 (second) -> 2 of 6
+  assert by_digit[3] == pytest.approx(100 * 2 / 6)
+  assert by_digit[1] == pytest.approx(100 * 1 / 4)  # clips 0, 2, 4 (wrong, first), 5
+  assert by_digit[7] == 0 and np.isnan(by_digit[0])
+  with pytest.raises(ValueError, match="digit \\[n, 2\\]"):
+    analysis.temporal_errors(pred, label, digit[:, 0])

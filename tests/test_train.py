@@ -206,6 +206,27 @@ def test_multiclip_evaluation_averages_clips():
   assert multi["gflops"] == single["gflops"]  # FLOPs are per clip
 
 
+@pytest.mark.parametrize("kind, point", [("mone", {"e_c": 0.3}), ("matvit", {"width_index": 1}), ("vit", {})])
+def test_predictions_are_what_the_accuracy_counts(kind, point):
+  """evaluation.predict: one class per example (padding dropped), right exactly as often as
+  `evaluate` counts; at another capacity (or width) the model predicts differently."""
+  from mone.data import video
+  from mone.train import evaluation, steps
+  cfg = tiny_video(kind=kind)
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
+  rng = np.random.default_rng(0)
+  src = video.ClipArraySource({"video": rng.integers(0, 255, (37, 8, 32, 32, 3), dtype=np.uint8),
+                               "label": rng.integers(0, 8, 37).astype(np.int32)})
+  pred = evaluation.predict(cfg, model, params, src, batch_size=16, **point)
+  assert pred.shape == (37,) and pred.dtype == np.int32 and pred.min() >= 0 and pred.max() < 8
+  acc = evaluation.evaluate(cfg, model, params, src, batch_size=16, **point)["accuracy"]
+  assert np.mean(pred == src.arrays["label"]) == acc
+  logits = steps.logits(cfg, model, params, src.arrays["video"][:5], cfg.budget(point.get("e_c")) if kind == "mone" else None,
+                        jax.random.key(cfg.seed + 2), point.get("width_index"))[0]
+  np.testing.assert_array_equal(pred[:5], np.argmax(logits, -1))
+
+
 def test_video_config_checks():
   with pytest.raises(ValueError, match="dataset=digits needs a ViTConfig"):
     recipes.apply_overrides(recipes.video_temporal(), {"model": "XS/4x2", "dataset": "digits"})

@@ -66,6 +66,31 @@ def test_each_split_renders_only_its_own_pool(task, monkeypatch, fresh_cache):
     assert md.make_moving_digits(other, 30, task)["video"].max((1, 2, 3, 4)).min() > 0
 
 
+def test_temporal_clips_name_the_class_of_each_scrolling_digit(monkeypatch, fresh_cache):
+  """'digit' [n, 2] is the class of the left and right digit: with ink in class-3 digits only,
+  a window's digit is drawn (its mask is set) exactly where 'digit' says 3."""
+  real = mnist.mnist_pool
+  def only_threes(split, holdout=False):
+    x, y = real(split, holdout)
+    return np.where((y == 3)[:, None, None], x, 0).astype(x.dtype), y
+  monkeypatch.setattr(md, "mnist_pool", only_threes)
+  d = md.make_moving_digits("train", 200, "temporal")
+  assert d["digit"].shape == (200, 2) and d["digit"].dtype == np.int32
+  half = d["mask"].shape[-1] // 2
+  drawn = np.stack([d["mask"][..., :half].any((1, 2, 3)), d["mask"][..., half:].any((1, 2, 3))], -1)
+  np.testing.assert_array_equal(drawn, d["digit"] == 3)
+  assert 0 < drawn.mean() < 0.5
+  assert "digit" not in md.make_moving_digits("train", 20, "appearance")  # there the label is the digit
+
+
+def test_temporal_factors_decode_the_class_names():
+  first_right, first_up, second_up = md.temporal_factors(np.arange(8))
+  for k, name in enumerate(md.CLASS_NAMES["temporal"]):
+    first, rest = name.split(" scrolls ")
+    assert (first == "right") == bool(first_right[k])
+    assert rest.startswith("up") == bool(first_up[k]) and name.endswith("up") == bool(second_up[k])
+
+
 @pytest.mark.parametrize("task", TASKS)
 def test_validation_clips_use_digits_that_a_held_out_training_set_never_shows(task, monkeypatch, fresh_cache):
   """holdout_val=True asks for the train pool without the validation digits; 'val' asks for
@@ -156,7 +181,7 @@ def _test_sprites():
 
 
 def _temporal(label, num, seed=0, phase0=None):
-  video, _ = md._temporal_clips(np.random.default_rng(seed), _test_sprites(), np.full(num, label),
+  video, _, _ = md._temporal_clips(np.random.default_rng(seed), _test_sprites(), np.full(num, label),
                                 8, 32, phase0=phase0)
   return video
 

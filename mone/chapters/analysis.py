@@ -161,6 +161,26 @@ def adaptation_claims(summary: dict, domain: str, seed: int, learned: bool = Tru
   return out
 
 
+def temporal_errors(pred, label, digit) -> dict:
+  """Where a model errs on the 'temporal' task, from its predictions on clips with labels
+  `label` and scrolling digits of classes `digit` [n, 2] (left, right; `make_moving_digits`):
+  the error rate (%) of each factor of the label (which side scrolls first, the first digit's
+  direction, the second's) and, per digit class, of the directions of digits of that class."""
+  from mone.data.moving_digits import temporal_factors
+  pred, label, digit = np.asarray(pred), np.asarray(label), np.asarray(digit)
+  if not (pred.shape == label.shape == digit.shape[:1] and digit.shape[1:] == (2,)):
+    raise ValueError(f"pred and label must be [n] and digit [n, 2], got {pred.shape}, {label.shape}, {digit.shape}")
+  true, guess = temporal_factors(label), temporal_factors(pred)
+  wrong = [t != g for t, g in zip(true, guess)]  # order, first direction, second direction
+  rows = np.arange(len(label))
+  mover = np.stack([digit[rows, true[0]], digit[rows, 1 - true[0]]])  # [2 (first, second), n] classes
+  by_digit = [100 * float(np.mean(np.concatenate([wrong[1 + k][mover[k] == c] for k in (0, 1)])))
+              if np.any(mover == c) else float("nan") for c in range(10)]
+  return {"error_pct": 100 * float(np.mean(pred != label)), "order_error_pct": 100 * float(np.mean(wrong[0])),
+          "first_direction_error_pct": 100 * float(np.mean(wrong[1])),
+          "second_direction_error_pct": 100 * float(np.mean(wrong[2])), "direction_error_pct_by_digit": by_digit}
+
+
 def save_table(rows: list[dict], notebook: str, name: str):
   """Writes rows (dicts with the same keys) as results/<notebook>/<name>.csv."""
   buf = io.StringIO()

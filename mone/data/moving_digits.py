@@ -136,10 +136,18 @@ def _appearance_clips(rng, sprites, digit_labels, num, num_frames, image_size):
   return video, labels, mask
 
 
+def temporal_factors(label):
+  """(first_right, first_up, second_up) of 'temporal' labels (int arrays): whether the right
+  digit scrolls first, and whether the first / second one scrolls up (`CLASS_NAMES`' order)."""
+  label = np.asarray(label)
+  return label // 4, label // 2 % 2, label % 2
+
+
 def _temporal_clips(rng, sprites, labels, num_frames, image_size, phase0=None):
   """Renders 'temporal' clips of the given labels; rng draws only label-free nuisance.
 
   phase0: optional int [num, 2] start phases (left, right digit) in [0, num_frames/2).
+  Returns (video, mask, digits): digits int [num, 2] indexes the sprites drawn (left, right).
   """
   num, h, s = len(labels), num_frames // 2, sprites.shape[-1]
   digits = rng.integers(0, len(sprites), (num, 2))
@@ -153,7 +161,7 @@ def _temporal_clips(rng, sprites, labels, num_frames, image_size, phase0=None):
   clutter_pos = rng.integers(0, image_size - s // 2 + 1, (NUM_CLUTTER["temporal"], num, 1, 2))
   clutter_colours = _colours(rng, NUM_CLUTTER["temporal"] * num)
 
-  first_right, up1, up2 = labels // 4, labels // 2 % 2, labels % 2
+  first_right, up1, up2 = temporal_factors(labels)
   t = np.arange(num_frames)
   steps1 = np.minimum(t, h)[None] * (1 - 2 * up1[:, None])  # [num, T]; back at start at t = h
   steps2 = np.maximum(t - h, 0)[None] * (1 - 2 * up2[:, None])
@@ -173,7 +181,7 @@ def _temporal_clips(rng, sprites, labels, num_frames, image_size, phase0=None):
     film = sprites[digits[:, d, None, None, None], rows[..., None], r]  # [num, T, s, s]
     corner = np.broadcast_to(np.stack([y[:, d], x[:, d]], -1)[:, None], (num, num_frames, 2))
     _paste(video, mask, film, corner, colours[:, d])
-  return video, mask
+  return video, mask, digits
 
 
 def _check(name, value, allowed):
@@ -184,7 +192,9 @@ def _check(name, value, allowed):
 @functools.lru_cache(maxsize=4)  # a 4000-clip set is ~130 MB
 def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
                        image_size: int = 32, seed: int = 0, holdout_val: bool = False) -> dict:
-  """Returns {'video': uint8 [num, T, H, W, 3], 'label': int32 [num], 'mask': bool [num, T, H, W]}.
+  """Returns {'video': uint8 [num, T, H, W, 3], 'label': int32 [num], 'mask': bool [num, T, H, W]},
+  and for 'temporal' 'digit': int32 [num, 2], the class of the left and right scrolling digit
+  (a nuisance the label ignores, kept for error analysis: `mone.chapters.analysis.temporal_errors`).
 
   mask marks the task-relevant object(s) frame by frame: the labelled digit
   ('appearance') or both orbiting digits ('temporal'), not the clutter. Labels are
@@ -214,8 +224,10 @@ def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
     video, label, mask = _appearance_clips(rng, sprites, digit_labels, num, num_frames, image_size)
   else:
     label = _balanced_labels(rng, num, NUM_CLASSES["temporal"])
-    video, mask = _temporal_clips(rng, sprites, label, num_frames, image_size)
+    video, mask, digits = _temporal_clips(rng, sprites, label, num_frames, image_size)
   out = {"video": video, "label": label, "mask": mask}
+  if task == "temporal":
+    out["digit"] = digit_labels[digits].astype(np.int32)
   for v in out.values():
     v.flags.writeable = False
   return out

@@ -11,6 +11,17 @@ from mone.train import sharding, steps
 from mone.train.recipes import TrainConfig
 
 
+def _predict(cfg: TrainConfig, model, params, images, caps, width_index):
+  """(predicted class [B], expert assignment or None) of a batch: the logits of `steps.logits`,
+  averaged over clips for [B, K clips, T, H, W, C] videos (the paper's multi-clip "8x1")."""
+  rng = jax.random.key(cfg.seed + 2)
+  if images.ndim == 6:
+    fn = lambda clip: steps.logits(cfg, model, params, clip, caps, rng, width_index)[0]
+    return jnp.argmax(vivit.multiclip_logits(fn, images), -1), None
+  logits, aux = steps.logits(cfg, model, params, images, caps, rng, width_index)
+  return jnp.argmax(logits, -1), aux.get("assignment")
+
+
 def eval_step_fn(cfg: TrainConfig, model):
   """The jitted eval step (params, images, labels, valid, budget, width_index) -> (number of
   correct valid examples, expert assignment or None). The count is reduced on device, so it is
@@ -18,15 +29,22 @@ def eval_step_fn(cfg: TrainConfig, model):
   every `evaluate` of a run: each new one compiles again."""
   @functools.partial(jax.jit, static_argnames=("caps", "width_index"))
   def eval_step(params, images, labels, valid, caps, width_index):
-    rng = jax.random.key(cfg.seed + 2)
-    if images.ndim == 6:  # [B, K clips, T, H, W, C]: the paper's multi-clip ("8x1") evaluation
-      fn = lambda clip: steps.logits(cfg, model, params, clip, caps, rng, width_index)[0]
-      pred, assignment = jnp.argmax(vivit.multiclip_logits(fn, images), -1), None
-    else:
-      logits, aux = steps.logits(cfg, model, params, images, caps, rng, width_index)
-      pred, assignment = jnp.argmax(logits, -1), aux.get("assignment")
+    pred, assignment = _predict(cfg, model, params, images, caps, width_index)
     return jnp.sum((pred == labels) & valid), assignment
   return eval_step
+
+
+def predict(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=None,
+            batch_size=None) -> np.ndarray:
+  """The predicted class (int32 [len(source)]) of every example of a source, at inference
+  capacity e_c (MoNE) or nested width width_index (MatViT), for error analyses; one process."""
+  if jax.process_count() > 1:
+    raise ValueError("predict gathers every example's prediction on one host: run it in one process")
+  caps = cfg.budget(e_c) if cfg.kind == "mone" else None
+  step = jax.jit(functools.partial(_predict, cfg, model), static_argnames=("caps", "width_index"))
+  preds = [np.asarray(step(params, sources.inputs(batch), caps=caps, width_index=width_index)[0])[batch["valid"]]
+           for batch in pipeline.eval_batches(source, batch_size or cfg.eval_batch_size)]
+  return np.concatenate(preds).astype(np.int32)
 
 
 def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=None,
