@@ -14,7 +14,8 @@ def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
     base, _, seed = label.rpartition(", seed ")
     assert int(seed) == cfg.seed
     seeds[base].add(cfg.seed)
-  for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.2, random router"):
+  for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.2, random router",
+               "MoNE e_c=0.6"):
     assert seeds[base] == set(plan.SEEDS), base
   assert len(plan.SEEDS) >= 3
 

@@ -41,10 +41,11 @@ def image_runs() -> list[tuple[str, recipes.TrainConfig]]:
       ("MoNE e_c=0.2", lambda s: mone(0.2, seed=s)),
       # Figure 6c's claim is at the lowest e_c, where the paper's random router degrades most
       ("MoNE e_c=0.2, random router", lambda s: mone(0.2, seed=s, **{"model.router": "random"})),
+      # last: Figure 3's curve at every seed (mean and spread at each of its points)
+      ("MoNE e_c=0.6", lambda s: mone(0.6, seed=s)),
   ]
   runs = [(f"{label}, seed {s}", make(s)) for s in SEEDS for label, make in headline]
-  runs += [  # seed 0 only: Figures 3 (e_c = 0.6), 5, 6a/6b/6c and 7
-      ("MoNE e_c=0.6, seed 0", mone(0.6)),
+  runs += [  # seed 0 only: Figures 3 (isoFLOPs), 5, 6a/6b/6c and 7
       ("MoNE e_c=0.3, router before block 1, seed 0", mone(0.3, **{"model.router_layer": 1})),
       ("MoNE e_c=0.3, router before block 2, seed 0", mone(0.3, **{"model.router_layer": 2})),
       ("MoNE e_c=0.3, 2 routers, seed 0", mone(0.3, **{"model.num_routers": 2})),
