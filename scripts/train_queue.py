@@ -1,4 +1,4 @@
-"""Trains the recalibrated small profile's image runs (`mone.chapters.plan`) one at a time, in
+"""Trains the recalibrated small profile's runs (`mone.chapters.plan.runs`) one at a time, in
 plan order, skipping those whose run file exists; a killed queue resumes its current run from
 its checkpoints when started again. Commit each finished run file as it lands.
 
@@ -32,7 +32,7 @@ def main():
   args = ap.parse_args()
   if args.max_runs < 0:
     ap.error(f"--max-runs must be >= 0, got {args.max_runs}")
-  runs = plan.image_runs()
+  runs = plan.runs()
   if args.list:
     for i, (label, cfg) in enumerate(runs):
       print(f"{i:2d} {status(cfg):14s} {experiments.run_path(cfg).name:40s} {label}")

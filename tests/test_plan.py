@@ -1,12 +1,14 @@
 """The recalibrated small profile's run plan (`mone.chapters.plan`)."""
 import collections
 
+import pytest
+
 from mone import capacity, results
 from mone.chapters import experiments, plan
 
 
 def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
-  runs = plan.image_runs()
+  runs = plan.runs()
   hashes = [results.config_hash(cfg) for _, cfg in runs]
   assert len(set(hashes)) == len(runs)
   seeds = collections.defaultdict(set)
@@ -15,7 +17,8 @@ def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
     assert int(seed) == cfg.seed
     seeds[base].add(cfg.seed)
   for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.2, random router",
-               "MoNE e_c=0.6"):
+               "MoNE e_c=0.6") + tuple(f"{task}: {m}" for task in ("temporal", "appearance") for m in ("ViViT", "MoNE e_c=0.4", "MatViViT")) \
+      + ("temporal: MoNE e_c=0.3", "Table 1: Proportionate", "Table 1: Uniform", "Table 1: MoD Greedy e_c=0.4", "Table 1: Greedy e_c=0.4"):
     assert seeds[base] == set(plan.SEEDS), base
   assert len(plan.SEEDS) >= 3
 
@@ -40,3 +43,17 @@ def test_the_adaptive_and_iso_flops_runs_spend_the_dense_runs_training_flops():
     dense = steps.num_train_steps(vit) * steps.train_step_gflops(vit)
     assert steps.num_train_steps(cfg) > vit.steps
     assert abs(spent / dense - 1) < 0.01, (label, spent / dense)
+
+
+def test_planned_video_runs_have_a_validation_split_and_the_papers_alpha():
+  from mone.data.moving_digits import NUM_CLASSES
+  for label, cfg in plan.video_runs():
+    assert cfg.dataset == "moving_digits" and cfg.num_val > 0 and cfg.eval_every > 0 and cfg.num_test >= 2000, label
+    assert cfg.num_devices == 1 and cfg.model.alpha_bounded and not cfg.model.head_zeroinit, label
+    assert cfg.model.num_classes == NUM_CLASSES[cfg.video_task], label
+    if cfg.kind == "mone" and cfg.allocation == "mone":
+      assert cfg.eval_e_c == experiments.grid("small").eval_e_c, label
+  static = {cfg.allocation: cfg.e_c for label, cfg in plan.video_runs() if label.startswith("Table 1") and cfg.seed == 0}
+  assert static["proportionate"] == pytest.approx(0.27, abs=0.005) and static["uniform"] == pytest.approx(0.47, abs=0.005)
+  with pytest.raises(ValueError, match="task must be one of"):
+    plan.video("kinetics")

@@ -1,4 +1,4 @@
-"""The image runs of the recalibrated small profile (issue 24), in the order to train them.
+"""The runs of the recalibrated small profile (issue 24), in the order to train them.
 
 Retraining the small profile is tens of CPU-hours on 2 cores (a dense `digits64` run of 8,000
 steps takes about an hour), so it spans sessions: `scripts/train_queue.py` trains these runs
@@ -12,6 +12,7 @@ single-seed studies come last, the costliest (isoFLOPs) at the very end.
 The configs are those the chapters will ask for once `experiments.image_config('small')`
 starts from `recipes.digits64` (a test checks that they stay the same).
 """
+from mone import capacity
 from mone.chapters import experiments
 from mone.train import recipes
 
@@ -56,3 +57,56 @@ def image_runs() -> list[tuple[str, recipes.TrainConfig]]:
       ("MoNE e_c=0.2, isoFLOPs, seed 0", mone(0.2, iso_flops=True)),
   ]
   return runs
+
+
+def video(task: str, **overrides) -> recipes.TrainConfig:
+  """A small-profile video config: `recipes.moving_<task>` on one device, with overrides."""
+  if task not in experiments.TASKS:
+    raise ValueError(f"task must be one of {experiments.TASKS}, got {task!r}")
+  return recipes.apply_overrides(recipes.CONFIGS[f"moving_{task}"](), {"num_devices": 1, **overrides})
+
+
+def video_mone(task: str, e_c, **overrides) -> recipes.TrainConfig:
+  """A video MoNE run at training capacity e_c, evaluated at every capacity of Figure 5's grid."""
+  return video(task, kind="mone", e_c=e_c, eval_e_c=experiments.grid("small").eval_e_c, **overrides)
+
+
+def allocation(name: str, e_c, **overrides) -> recipes.TrainConfig:
+  """A Table 1 run on the temporal task with another allocation than MoNE's (Eq. 3) at e_c; a
+  static allocation (e_c None) fixes its own e_c, rounded to 4 decimals (`analysis.table1_config`)."""
+  if e_c is None:
+    e_c = round(capacity.effective_capacity(capacity.allocation(name)), 4)
+  return video("temporal", kind="mone", e_c=e_c, allocation=name, **overrides)
+
+
+def video_runs() -> list[tuple[str, recipes.TrainConfig]]:
+  """(label, config) of every video run, in training order: per seed Figure 4's models on both
+  tasks (which Figures 5b and 7b share) and Table 1's other allocations, then the adaptive model."""
+  headline = [
+      ("temporal: ViViT", lambda s: video("temporal", kind="vit", seed=s)),
+      ("temporal: MoNE e_c=0.4", lambda s: video_mone("temporal", 0.4, seed=s)),
+      ("temporal: MoNE e_c=0.3", lambda s: video_mone("temporal", 0.3, seed=s)),
+      ("temporal: MatViViT", lambda s: video("temporal", kind="matvit", seed=s)),
+      ("appearance: ViViT", lambda s: video("appearance", kind="vit", seed=s)),
+      ("appearance: MoNE e_c=0.4", lambda s: video_mone("appearance", 0.4, seed=s)),
+      ("appearance: MatViViT", lambda s: video("appearance", kind="matvit", seed=s)),
+      ("Table 1: Proportionate", lambda s: allocation("proportionate", None, seed=s)),
+      ("Table 1: Uniform", lambda s: allocation("uniform", None, seed=s)),
+      ("Table 1: MoD Greedy e_c=0.4", lambda s: allocation("mod_greedy", 0.4, seed=s)),
+      ("Table 1: Greedy e_c=0.4", lambda s: allocation("greedy", 0.4, seed=s)),
+  ]
+  runs = [(f"{label}, seed {s}", make(s)) for s in SEEDS for label, make in headline]
+  runs.append(("temporal: MoNE adaptive, isoFLOPs, seed 0", video_mone("temporal", None, adaptive=True, iso_flops=True)))
+  return runs
+
+
+# The video runs that decide the video recipes (is the dense appearance model at a plateau? does the
+# temporal task tell a quarter-width sub-model from the full one?) go first: the others hang on them.
+CALIBRATION = ("appearance: ViViT, seed 0", "temporal: MatViViT, seed 0")
+
+
+def runs() -> list[tuple[str, recipes.TrainConfig]]:
+  """Every run of the profile, in training order: the video calibration runs, the images, then
+  the other videos."""
+  videos = video_runs()
+  return [r for r in videos if r[0] in CALIBRATION] + image_runs() + [r for r in videos if r[0] not in CALIBRATION]

@@ -234,6 +234,28 @@ def video_appearance() -> TrainConfig:
                              lr=3e-4)
 
 
+def moving_temporal() -> TrainConfig:
+  """The recalibrated video profile's SSv2 stand-in (issue 24): `video_temporal`'s task and
+  model (XS/4x2 ViViT-FE, lecun_normal classifier), with Eq. 1's alpha bounded as the paper,
+  a validation split (1,000 clips of held-out digits) and 40,000 training clips: with 4,000 every
+  model memorised them (training loss ~0.002) and all widths scored within 2.3 points (92-94%)."""
+  return dataclasses.replace(
+      video_temporal(), name="moving_temporal", num_train=40_000, num_val=1000, num_test=2000, eval_every=500,
+      model=model_config.vivit("XS/4x2", num_classes=8, head_zeroinit=False, alpha_bounded=True))
+
+
+def moving_appearance() -> TrainConfig:
+  """The recalibrated video profile's Kinetics-400 stand-in (issue 24): which digit is in the
+  clip, on 40,000 training clips with a validation split (2,000 clips of held-out digits). With
+  the lecun_normal classifier, lr 1e-3 learns (the zero-initialised one stayed at chance there):
+  35.6% validation accuracy after 1,000 steps, where the earlier profile ended at 31% (lr 3e-4,
+  3,000 steps, training loss still 1.8)."""
+  return dataclasses.replace(
+      video_temporal(), name="moving_appearance", video_task="appearance", num_train=40_000, num_val=2000,
+      num_test=2000, steps=6000, eval_every=500,
+      model=model_config.vivit("XS/4x2", num_classes=10, head_zeroinit=False, alpha_bounded=True))
+
+
 def ssv2() -> TrainConfig:
   """Paper scale (not run here): ViViT-B/16x2 FE on Something-Something-v2 from a prepared
   TFDS data_dir, 8x1 evaluation, no flips. Fine-tune MoNE from a MatViViT run with
@@ -253,6 +275,7 @@ def kinetics400() -> TrainConfig:
 
 CONFIGS = {"smoke": smoke, "digits": digits, "digits64": digits64, "imagenet21k": imagenet21k, "imagenet1k": imagenet1k,
            "video_temporal": video_temporal, "video_appearance": video_appearance,
+           "moving_temporal": moving_temporal, "moving_appearance": moving_appearance,
            "ssv2": ssv2, "kinetics400": kinetics400}
 
 
