@@ -294,6 +294,32 @@ def test_committed_router_weights_give_the_trained_routers_outputs_without_retra
     experiments.router_params(tiny(kind="vit"))
 
 
+def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
+  """stored_params(cfg) with every parameter: the committed file alone gives the trained model's
+  predictions, with no checkpoint; a file holding only some parameters is refused for the whole."""
+  import shutil
+
+  import numpy as np
+
+  from mone.chapters import experiments
+  from mone.data import sources
+  from mone.train import evaluation
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  cfg = tiny_video(kind="vit")
+  experiments.run(cfg, progress=False)
+  model, test = steps.build_model(cfg), sources.data_sources(cfg)[1]
+  want = evaluation.predict(cfg, model, experiments.trained_params(cfg), test)
+  experiments.stored_params(cfg)
+  shutil.rmtree(experiments.workdir(cfg))
+  np.testing.assert_array_equal(evaluation.predict(cfg, model, experiments.stored_params(cfg), test), want)
+  assert not experiments.workdir(cfg).exists()  # nothing retrained
+  mone = tiny(kind="mone", e_c=0.3)
+  experiments.router_params(mone)  # a file with the router's inputs only
+  with pytest.raises(ValueError, match="does not hold the parameters asked for"):
+    experiments.stored_params(mone)
+
+
 def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   cfg = tiny(kind="vit", eval_every=2, log_every=1, num_val=32)
   m = loop.train(cfg, tmp_path / "run", progress=False)

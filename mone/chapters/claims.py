@@ -313,9 +313,6 @@ def downloads(notebook: str, book_dir: Path | None = None) -> str:
   return f"Files of this chapter (`results/{notebook}/`): " + " · ".join(links) + "\n" if links else ""
 
 
-GLUE_PREFIX = "application/papermill.record/"  # myst_nb.glue's prefix for a hidden glued output
-
-
 def show(claims: list[dict], notebook: str | None = None, key: str = "verdicts") -> None:
   """Prints `summary(claims)` and records their Markdown table (and, with notebook, links to
   the chapter's files: call it after the chapter has written them) under `key`, hidden, so that

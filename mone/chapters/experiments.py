@@ -172,50 +172,61 @@ def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   return checkpoints.load_params(wd)
 
 
+
+
+def weights_path(cfg: recipes.TrainConfig) -> Path:
+  """The committed weights of cfg's run (`stored_params`)."""
+  return results_root() / "weights" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.npz"
+
+
+def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute: bool = False) -> dict:
+  """Parameters of cfg's trained run as committed in results/weights/: the top-level entries
+  `keys` (None: all of them) of the trained run, every other parameter at its initialisation.
+  Without a committed file (or with recompute) the trained weights are read (`trained_params`:
+  retrained if no checkpoint is at hand) and the file is written, so the figures always come
+  from exactly the parameters a fresh clone reads, on any machine."""
+  import jax
+  import numpy as np
+  from flax import traverse_util
+
+  from mone.train import steps
+  path = weights_path(cfg)
+  if recompute or not path.exists():
+    trained = jax.device_get(trained_params(cfg, recompute))
+    flat = traverse_util.flatten_dict({k: trained[k] for k in (trained if keys is None else keys)}, sep="/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, **flat)
+    os.replace(tmp, path)
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
+  params = traverse_util.flatten_dict(jax.device_get(params), sep="/")
+  with np.load(path) as saved:
+    wanted = saved.files if keys is None else [n for n in saved.files if n.split("/")[0] in keys]
+    if keys is None and set(wanted) != set(params) or not wanted:
+      raise ValueError(f"{path} does not hold the parameters asked for ({'all' if keys is None else keys}); "
+                       f"rewrite it with recompute=True")
+    for name in wanted:
+      if params[name].shape != saved[name].shape:
+        raise ValueError(f"{path}: {name} has shape {saved[name].shape}, the model {params[name].shape}")
+      params[name] = saved[name]
+  return traverse_util.unflatten_dict(params, sep="/")
+
+
 # What a router before layer 0 reads: the token embedding and the router itself. The router
 # figures (1, 7) depend on nothing else, so these few parameters are all that must be committed
 # for a fresh clone to draw them without retraining (and so on any machine draw the same).
 ROUTER_INPUTS = ("embed", "router_0")
 
 
-def weights_path(cfg: recipes.TrainConfig) -> Path:
-  """The committed router weights of cfg's run (`router_params`)."""
-  return results_root() / "weights" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.npz"
-
-
 def router_params(cfg: recipes.TrainConfig, recompute: bool = False) -> dict:
-  """Parameters for the router figures: the `ROUTER_INPUTS` of cfg's trained run, from
-  results/weights/ where committed, every other parameter at its initialisation (the first
-  router, before layer 0, never reads them; a test checks that its outputs are those of the full
-  trained model). Without a committed file (or with recompute) the trained weights are read
-  (`trained_params`: retrained if no checkpoint is at hand) and the file is written, so the
-  figures always come from exactly the parameters a fresh clone reads."""
-  import jax
-  import numpy as np
-  from flax import traverse_util
-
-  from mone.train import steps
+  """Parameters for the router figures: `stored_params` with the `ROUTER_INPUTS` of cfg's
+  trained run, every other parameter at its initialisation (the first router, before layer 0,
+  never reads them; a test checks that its outputs are those of the full trained model)."""
   if cfg.kind != "mone" or cfg.model.router_layers[0] != 0:
     raise ValueError(f"router_params is for a MoNE run whose first router is before layer 0; got kind="
                      f"{cfg.kind!r}, router_layers={getattr(cfg.model, 'router_layers', None)}")
-  path = weights_path(cfg)
-  if recompute or not path.exists():
-    trained = trained_params(cfg, recompute)
-    flat = traverse_util.flatten_dict({k: jax.device_get(trained[k]) for k in ROUTER_INPUTS}, sep="/")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, **flat)
-    os.replace(tmp, path)
-  model = steps.build_model(cfg)
-  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
-  params = traverse_util.flatten_dict(jax.device_get(params), sep="/")
-  with np.load(path) as saved:
-    for name in saved.files:
-      if params[name].shape != saved[name].shape:
-        raise ValueError(f"{path}: {name} has shape {saved[name].shape}, the model {params[name].shape}")
-      params[name] = saved[name]
-  params = traverse_util.unflatten_dict(params, sep="/")
-  return params
+  return stored_params(cfg, ROUTER_INPUTS, recompute)
 
 
 def save_figure(fig, notebook: str, name: str) -> list[Path]:
