@@ -206,7 +206,7 @@ def test_multiclip_evaluation_averages_clips():
   assert multi["gflops"] == single["gflops"]  # FLOPs are per clip
 
 
-@pytest.mark.parametrize("kind, point", [("mone", {"e_c": 0.3}), ("matvit", {"width_index": 1}), ("vit", {})])
+@pytest.mark.parametrize("kind, point", [("mone", {"e_c": 0.3}), ("matvit", {"width_index": 1})])
 def test_predictions_are_what_the_accuracy_counts(kind, point):
   """evaluation.predict: one class per example (padding dropped), right exactly as often as
   `evaluate` counts; at another capacity (or width) the model predicts differently."""
@@ -296,7 +296,7 @@ def test_committed_router_weights_give_the_trained_routers_outputs_without_retra
 
 def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
   """stored_params(cfg) with every parameter: the committed file alone gives the trained model's
-  predictions, with no checkpoint; a file holding only some parameters is refused for the whole."""
+  predictions, with no checkpoint; a file holding only the router's inputs is refused for the whole."""
   import shutil
 
   import numpy as np
@@ -306,18 +306,17 @@ def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
   from mone.train import evaluation
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
-  cfg = tiny_video(kind="vit")
+  cfg = tiny(kind="mone", e_c=0.3)
   experiments.run(cfg, progress=False)
   model, test = steps.build_model(cfg), sources.data_sources(cfg)[1]
-  want = evaluation.predict(cfg, model, experiments.trained_params(cfg), test)
-  experiments.stored_params(cfg)
-  shutil.rmtree(experiments.workdir(cfg))
-  np.testing.assert_array_equal(evaluation.predict(cfg, model, experiments.stored_params(cfg), test), want)
-  assert not experiments.workdir(cfg).exists()  # nothing retrained
-  mone = tiny(kind="mone", e_c=0.3)
-  experiments.router_params(mone)  # a file with the router's inputs only
+  want = evaluation.predict(cfg, model, experiments.trained_params(cfg), test, e_c=0.3)
+  experiments.router_params(cfg)  # a file with the router's inputs only
   with pytest.raises(ValueError, match="does not hold the parameters asked for"):
-    experiments.stored_params(mone)
+    experiments.stored_params(cfg)
+  experiments.stored_params(cfg, recompute=True)  # rewritten with every parameter
+  shutil.rmtree(experiments.workdir(cfg))
+  np.testing.assert_array_equal(evaluation.predict(cfg, model, experiments.stored_params(cfg), test, e_c=0.3), want)
+  assert not experiments.workdir(cfg).exists()  # nothing retrained
 
 
 def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):

@@ -34,6 +34,12 @@ def eval_step_fn(cfg: TrainConfig, model):
   return eval_step
 
 
+@functools.lru_cache(maxsize=8)
+def _predict_step(cfg: TrainConfig, model):
+  """The jitted `_predict` of a (config, model), built once: each new jit compiles again."""
+  return jax.jit(functools.partial(_predict, cfg, model), static_argnames=("caps", "width_index"))
+
+
 def predict(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=None,
             batch_size=None) -> np.ndarray:
   """The predicted class (int32 [len(source)]) of every example of a source, at inference
@@ -41,7 +47,7 @@ def predict(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=No
   if jax.process_count() > 1:
     raise ValueError("predict gathers every example's prediction on one host: run it in one process")
   caps = cfg.budget(e_c) if cfg.kind == "mone" else None
-  step = jax.jit(functools.partial(_predict, cfg, model), static_argnames=("caps", "width_index"))
+  step = _predict_step(cfg, model)
   preds = [np.asarray(step(params, sources.inputs(batch), caps=caps, width_index=width_index)[0])[batch["valid"]]
            for batch in pipeline.eval_batches(source, batch_size or cfg.eval_batch_size)]
   return np.concatenate(preds).astype(np.int32)
