@@ -1,6 +1,7 @@
 """Trains the recalibrated small profile's runs (`mone.chapters.plan.runs`) one at a time, in
 plan order, skipping those whose run file exists; a killed queue resumes its current run from
-its checkpoints when started again. Commit each finished run file as it lands.
+its checkpoints when started again. Commit each finished run file as it lands, and the router
+weights it saves under results/weights/ (`plan.keeps_router_weights`).
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
   nohup .venv/bin/python scripts/train_queue.py >> .cache/logs/queue.log 2>&1 &
@@ -49,6 +50,9 @@ def main():
     start = time.time()
     m = experiments.run(cfg, progress=False)
     trained += 1
+    if plan.keeps_router_weights(cfg) and not experiments.weights_path(cfg).exists():
+      experiments.router_params(cfg)  # from the checkpoint the run just wrote
+      logging.info("saved %s", experiments.weights_path(cfg))
     logging.info("finished %s: accuracy %.2f%% after %d steps, %.0f s", label, 100 * m["accuracy"],
                  m["train_steps"], time.time() - start)
   left = sum(not experiments.run_path(c).exists() for _, c in runs)

@@ -57,3 +57,21 @@ def test_planned_video_runs_have_a_validation_split_and_the_papers_alpha():
   assert static["proportionate"] == pytest.approx(0.27, abs=0.005) and static["uniform"] == pytest.approx(0.47, abs=0.005)
   with pytest.raises(ValueError, match="task must be one of"):
     plan.video("kinetics")
+
+
+def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
+  import jax
+  import numpy as np
+
+  from mone.train import steps
+  labels = {label for label, cfg in plan.runs() if plan.keeps_router_weights(cfg)}
+  # Figure 1 (MoNE e_c = 0.4) and Figure 7 (e_c = 0.3, learned and random router, image and video)
+  assert {"MoNE e_c=0.4, seed 0", "MoNE e_c=0.3, seed 0", "MoNE e_c=0.3, random router, seed 0",
+          "temporal: MoNE e_c=0.3, seed 0"} <= labels
+  assert not any(l.startswith(("ViT", "MatViT", "MoD")) or "router before block" in l or "adaptive" in l or "Table 1" in l for l in labels)
+  total = 0
+  for label, cfg in plan.runs():
+    if plan.keeps_router_weights(cfg):
+      shapes = jax.eval_shape(lambda: steps.init_params(cfg, steps.build_model(cfg), np.zeros(steps.input_shape(cfg), np.float32)))
+      total += sum(4 * np.prod(a.shape) for k in experiments.ROUTER_INPUTS for a in jax.tree.leaves(shapes[k]))
+  assert total < 4 * 2**20, f"{total / 2**20:.1f} MiB of router weights"

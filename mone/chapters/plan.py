@@ -105,6 +105,16 @@ def video_runs() -> list[tuple[str, recipes.TrainConfig]]:
 CALIBRATION = ("appearance: ViViT, seed 0", "temporal: MatViViT, seed 0")
 
 
+def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
+  """Whether the queue commits cfg's router weights (`experiments.router_params`) when it has
+  trained it: every MoNE run of Eq. 3's allocation at a fixed e_c, learned or random router,
+  whose first router is before layer 0, at every seed. The router figures (1 and 7) read some of
+  them, and claims about what a router selects can then be decided over seeds; checkpoints are
+  not committed, so these are saved while the run's checkpoint is at hand (about 100 KB each)."""
+  return (cfg.kind == "mone" and cfg.allocation == "mone" and not cfg.adaptive
+          and cfg.model.router_layers[0] == 0)
+
+
 def runs() -> list[tuple[str, recipes.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs, the images, then
   the other videos."""
