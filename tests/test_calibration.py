@@ -30,3 +30,19 @@ def test_check_refuses_runs_it_cannot_judge():
     calibration.check(run([0.5] * 7, [0.5] * 7))
   with pytest.raises(ValueError, match="no point in the first three quarters"):
     calibration.check(run([0.5], [0.5], steps=1000))
+
+
+def test_discrimination_compares_the_quarter_width_sub_model_with_the_dense_run():
+  dense = {"name": "moving_temporal", "kind": "vit", "accuracy": 0.90}
+  evals = [{"width_index": i, "accuracy": a} for i, a in enumerate((0.70, 0.86, 0.88, 0.89))]
+  matvit = {"name": "moving_temporal", "kind": "matvit", "evals": evals}
+  d = calibration.discrimination(dense, matvit)
+  assert d["sub_model"] == 0.86 and d["full_width"] == 0.89 and d["gap"] == pytest.approx(0.04)
+  assert not d["discriminates"]
+  assert calibration.discrimination(dense, matvit, width_index=0)["discriminates"]
+  with pytest.raises(ValueError, match="width_index must be one of"):
+    calibration.discrimination(dense, matvit, width_index=4)
+  with pytest.raises(ValueError, match="different tasks"):
+    calibration.discrimination({**dense, "name": "moving_appearance"}, matvit)
+  with pytest.raises(ValueError, match="kinds"):
+    calibration.discrimination(matvit, dense)

@@ -5,9 +5,14 @@ calibrated so that the dense ViT meets both criteria of issue 24 on the validati
 it gains at most PLATEAU_GAIN over its last quarter of steps (it has stopped improving), and
 its accuracy on training images is at most MEMORISATION_GAP above its validation accuracy
 (it generalises rather than memorises).
+
+A task discriminates between widths when the quarter-width sub-model of a MatViT (MatViViT)
+run scores at least SUBMODEL_GAP below the dense model (`discrimination`): if every width scores
+alike, the task cannot show what routing tokens to narrow experts costs or saves.
 """
 PLATEAU_GAIN = 0.015       # validation accuracy gained over the last quarter of steps
 MEMORISATION_GAP = 0.10    # final training accuracy minus final validation accuracy
+SUBMODEL_GAP = 0.05        # dense test accuracy minus the D/4 sub-model's, for a task that discriminates
 
 
 def check(metrics: dict) -> dict:
@@ -31,6 +36,24 @@ def check(metrics: dict) -> dict:
           "train_accuracy": last["train_accuracy"], "from_step": quarter[-1]["step"],
           "last_quarter_gain": gain, "train_val_gap": gap,
           "plateau": gain <= PLATEAU_GAIN, "not_memorised": gap <= MEMORISATION_GAP}
+
+
+def discrimination(dense: dict, matvit: dict, width_index: int = 1) -> dict:
+  """Test accuracy of the dense run and of the MatViT run's sub-model `width_index` (1: D/4 of
+  four nested widths), both of one task, and whether their gap is at least SUBMODEL_GAP."""
+  if dense.get("kind") != "vit" or matvit.get("kind") != "matvit":
+    raise ValueError(f"discrimination compares a dense (vit) run with a matvit run; got kinds "
+                     f"{dense.get('kind')!r} and {matvit.get('kind')!r}")
+  if dense["name"] != matvit["name"]:
+    raise ValueError(f"the runs are of different tasks: {dense['name']!r} and {matvit['name']!r}")
+  sub = [e for e in matvit["evals"] if e.get("width_index") == width_index]
+  if not sub:
+    widths = sorted(e.get("width_index") for e in matvit["evals"])
+    raise ValueError(f"width_index must be one of the MatViT run's evaluated widths {widths}, got {width_index}")
+  gap = dense["accuracy"] - sub[0]["accuracy"]
+  return {"dense": dense["accuracy"], "sub_model": sub[0]["accuracy"], "width_index": width_index,
+          "full_width": max(matvit["evals"], key=lambda e: e["width_index"])["accuracy"],
+          "gap": gap, "discriminates": gap >= SUBMODEL_GAP}
 
 
 def table(runs: list[dict]) -> str:
