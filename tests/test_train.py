@@ -124,6 +124,9 @@ def test_fsdp_splits_each_array_along_a_dimension_the_devices_divide():
   assert placed["alpha"].sharding.spec == jax.sharding.PartitionSpec()  # a scalar stays whole
   assert sharding.spec((5, 3), mesh, "fsdp") == jax.sharding.PartitionSpec()  # nothing divides: replicated
   assert sharding.spec((32, 96), mesh, "data") == jax.sharding.PartitionSpec()
+  for m in (mesh, sharding.make_mesh(tiny(num_devices=1))):  # refused on one device too
+    with pytest.raises(ValueError, match="sharding must be 'data' or 'fsdp', got 'zero3'"):
+      sharding.spec((32, 96), m, "zero3")
   with pytest.raises(ValueError, match="sharding must be one of"):
     tiny(sharding="zero3")
 

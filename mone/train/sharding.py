@@ -33,11 +33,11 @@ def spec(shape, mesh: Mesh, mode: str) -> P:
   """Where an array of this shape lives: replicated ("data"), or ("fsdp") split over the data
   axis along its largest dimension that the number of devices divides (replicated if none does:
   biases of odd sizes, scalars)."""
+  if mode not in ("data", "fsdp"):  # checked first: on one device every mode would replicate
+    raise ValueError(f"sharding must be 'data' or 'fsdp', got {mode!r}")
   n = mesh.shape["data"]
   if mode == "data" or n == 1:
     return P()
-  if mode != "fsdp":
-    raise ValueError(f"sharding must be 'data' or 'fsdp', got {mode!r}")
   for axis in sorted(range(len(shape)), key=lambda a: -shape[a]):
     if shape[axis] % n == 0:
       return P(*(["data" if a == axis else None for a in range(len(shape))]))
