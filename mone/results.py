@@ -57,20 +57,21 @@ def atomic_write_text(path, text: str) -> None:
     raise
 
 
-def _jsonable(x, for_hash: bool = False):
-  """Plain JSON types. for_hash leaves out fields added later that still hold their old
-  default (config._added), so a new field renames no committed run file, and fields marked
-  `hash_omit` (what a run reports, not what it computes)."""
+def jsonable(x, for_hash: bool = False):
+  """x as plain JSON types (dataclasses as dicts, tuples as lists, scalars as Python numbers), as
+  run files and config hashes store it. for_hash leaves out fields added later that still hold
+  their old default (config._added), so a new field renames no committed run file, and fields
+  marked `hash_omit` (what a run reports, not what it computes)."""
   def hashed(f):
     return not (f.metadata.get("hash_omit") or
                 (f.metadata.get("hash_omit_default") and getattr(x, f.name) == f.default))
   if dataclasses.is_dataclass(x):
-    return {f.name: _jsonable(getattr(x, f.name), for_hash) for f in dataclasses.fields(x)
+    return {f.name: jsonable(getattr(x, f.name), for_hash) for f in dataclasses.fields(x)
             if not for_hash or hashed(f)}
   if isinstance(x, dict):
-    return {str(k): _jsonable(v, for_hash) for k, v in x.items()}
+    return {str(k): jsonable(v, for_hash) for k, v in x.items()}
   if isinstance(x, (list, tuple)):
-    return [_jsonable(v, for_hash) for v in x]
+    return [jsonable(v, for_hash) for v in x]
   if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:  # numpy / jax scalars
     return x.item()
   if hasattr(x, "tolist"):
@@ -96,7 +97,7 @@ def rounded(x):
 
 def atomic_write_json(path, obj) -> None:
   """obj as JSON (floats `rounded`), written atomically."""
-  atomic_write_text(path, json.dumps(rounded(_jsonable(obj)), indent=1, sort_keys=True) + "\n")
+  atomic_write_text(path, json.dumps(rounded(jsonable(obj)), indent=1, sort_keys=True) + "\n")
 
 
 def read_json(path):
@@ -106,7 +107,7 @@ def read_json(path):
 
 def config_hash(config) -> str:
   """A short stable hash of a config's content (field names and values)."""
-  blob = json.dumps(_jsonable(config, for_hash=True), sort_keys=True).encode()
+  blob = json.dumps(jsonable(config, for_hash=True), sort_keys=True).encode()
   return hashlib.sha256(blob).hexdigest()[:12]
 
 

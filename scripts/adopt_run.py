@@ -25,7 +25,7 @@ LABELS = ("name",)  # fields that only label a run
 
 def differences(old: recipes.TrainConfig, new: recipes.TrainConfig, device_count: int) -> list[str]:
   """The fields in which old and new differ that adoption cannot ignore (empty: adoptable)."""
-  a, b = results._jsonable(old), results._jsonable(new)
+  a, b = results.jsonable(old), results.jsonable(new)
   bad = []
   for key in sorted(set(a) | set(b)):
     if a.get(key) == b.get(key) or key in LABELS:
@@ -51,7 +51,7 @@ def adopt(run_file: Path, target: recipes.TrainConfig, apply: bool) -> Path:
   if apply:
     note = (f"trained as {run_file.stem} ({'; '.join(f'{k}={getattr(old, k)!r}' for k in ('name', 'num_devices'))}) "
             f"on a {m['device']['count']}-device machine, the same computation as this config; adopted under its hash")
-    adopted = {**m, "name": target.name, "config": results._jsonable(target), "config_hash": results.config_hash(target),
+    adopted = {**m, "name": target.name, "config": results.jsonable(target), "config_hash": results.config_hash(target),
                "adopted_from": note}
     results.atomic_write_json(new_path, adopted)
     os.remove(run_file)

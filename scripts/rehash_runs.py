@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def previous_hash(cfg, fields) -> str:
   """cfg's hash with `fields` hashed again, as before they were left out."""
-  d = results._jsonable(cfg, for_hash=True)
-  d.update({f: results._jsonable(getattr(cfg, f)) for f in fields})
+  d = results.jsonable(cfg, for_hash=True)
+  d.update({f: results.jsonable(getattr(cfg, f)) for f in fields})
   return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -15,7 +15,7 @@ _spec.loader.exec_module(adopt_run)
 
 def _run_file(cfg, device_count=1):
   path = experiments.run_path(cfg)
-  results.atomic_write_json(path, {"name": cfg.name, "kind": cfg.kind, "accuracy": 0.5, "config": results._jsonable(cfg),
+  results.atomic_write_json(path, {"name": cfg.name, "kind": cfg.kind, "accuracy": 0.5, "config": results.jsonable(cfg),
                                    "config_hash": results.config_hash(cfg), "device": {"count": device_count}})
   return path
 

@@ -54,7 +54,7 @@ def test_fields_added_later_keep_old_hashes():
   from mone.train import recipes
   cfg = recipes.video_appearance()  # the zero head: the field at its default
   assert cfg.model.head_zeroinit is True
-  legacy = results._jsonable(cfg)
+  legacy = results.jsonable(cfg)
   del legacy["model"]["head_zeroinit"]  # the config as hashed before these fields existed
   del legacy["model"]["alpha_bounded"]
   del legacy["adaptive_e_c"], legacy["num_val"], legacy["sharding"], legacy["grad_accum"], legacy["dtype"]
