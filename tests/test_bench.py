@@ -179,8 +179,15 @@ def test_measure_runs_what_the_command_line_runs_and_refuses_unknown_options(tmp
   assert out["args"]["matmul"] and out["args"]["batch"] == [2]
   with pytest.raises(ValueError, match="unknown benchmark option.*'batches'"):
     cli.measure(tmp_path / "x.json", batches=[2])
-  with pytest.raises(ValueError, match="block and matmul"):
+  with pytest.raises(ValueError, match="--block and --matmul time different things"):
     cli.measure(tmp_path / "x.json", block=True, matmul=True)
+  assert not (tmp_path / "x.json").exists()
+
+
+def test_the_command_line_refuses_block_and_matmul_together(tmp_path, capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    cli.main(["--block", "--matmul", "--json", str(tmp_path / "x.json")])
+  assert exit_info.value.code == 2 and "--block and --matmul time different things" in capsys.readouterr().err
   assert not (tmp_path / "x.json").exists()
   assert cli.command_line(variant="tiny/8", batch=[2], block=True, no_matvit=False) == \
       "python -m mone.bench --variant tiny/8 --batch 2 --block"

@@ -75,11 +75,19 @@ def parser() -> argparse.ArgumentParser:
   return ap
 
 
+def check(args):
+  """Raises ValueError on options that cannot go together."""
+  if args.block and args.matmul:
+    raise ValueError("--block and --matmul time different things; pass one of them")
+
+
 def main(argv=None):
   ap = parser()
   args = ap.parse_args(argv)
-  if args.block and args.matmul:
-    ap.error("--block and --matmul time different things; pass one of them")
+  try:
+    check(args)
+  except ValueError as e:
+    ap.error(str(e))
   return run(args)
 
 
@@ -91,10 +99,9 @@ def measure(json_path, **options) -> dict:
   unknown = sorted(set(options) - set(vars(args)))
   if unknown:
     raise ValueError(f"unknown benchmark option(s) {unknown}; the options are {sorted(vars(args))}")
-  if options.get("block") and options.get("matmul"):
-    raise ValueError("block and matmul time different things; pass one of them")
   for k, v in options.items():
     setattr(args, k, v)
+  check(args)
   args.json = str(json_path)
   run(args)
   return results.read_json(json_path)
