@@ -46,3 +46,16 @@ def test_discrimination_compares_the_quarter_width_sub_model_with_the_dense_run(
     calibration.discrimination({**dense, "name": "moving_appearance"}, matvit)
   with pytest.raises(ValueError, match="kinds"):
     calibration.discrimination(matvit, dense)
+
+
+def test_figure_draws_validation_and_training_curves_of_every_run():
+  import matplotlib
+  matplotlib.use("Agg")
+  runs = [run([0.5, 0.7, 0.8, 0.85], [0.5, 0.72, 0.85, 0.9], steps=4000),
+          run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)]
+  runs[1]["config"] = {**runs[1]["config"], "num_train": 100_000}
+  acc, loss = calibration.figure(runs).axes
+  assert [l.get_label() for l in acc.get_lines()] == [
+      "4000 steps, 50k images, wd 0.1: validation", "4000 steps, 50k images, wd 0.1: training images",
+      "4000 steps, 100k images, wd 0.1: validation", "4000 steps, 100k images, wd 0.1: training images"]
+  assert list(acc.get_lines()[1].get_ydata()) == [50, 72, 85, 90] and len(loss.get_lines()) == 2

@@ -72,8 +72,21 @@ def table(runs: list[dict]) -> str:
   return head + "\n".join(rows) + "\n"
 
 
+def label(m: dict) -> str:
+  """What a calibration run changed, for legends: '8000 steps, 100k images, wd 0.0001'."""
+  cfg = m["config"]
+  return f"{m['train_steps']} steps, {cfg['num_train'] // 1000}k images, wd {cfg['weight_decay']:g}"
+
+
+def figure(runs: list[dict], title: str = ""):
+  """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each."""
+  from mone.chapters import plots
+  return plots.learning_curves_figure({label(m): m for m in runs}, title)
+
+
 def main(argv=None):
-  """Prints `table` for the committed calibration runs of a config (default digits64's dense ViT)."""
+  """Prints `table` for the committed calibration runs of a config (default digits64's dense ViT)
+  and, with --figure, draws their learning curves to results/calibration/<name>-<kind>.png/.svg."""
   import argparse
   import json
 
@@ -81,12 +94,19 @@ def main(argv=None):
   ap = argparse.ArgumentParser(description="The calibration table of a profile's dense runs (results/runs/).")
   ap.add_argument("--name", default="digits64", help="config name of the runs (default: digits64)")
   ap.add_argument("--kind", default="vit", help="model kind (default: vit)")
+  ap.add_argument("--figure", action="store_true", help="also draw the runs' learning curves under results/calibration/")
   args = ap.parse_args(argv)
   paths = sorted((results.results_root() / "runs").glob(f"{args.name}-{args.kind}-*.json"))
   runs = [m for m in (json.loads(p.read_text()) for p in paths) if m.get("curve") and m["curve"][-1].get("val_accuracy") is not None]
   if not runs:
     raise SystemExit(f"no finished {args.name} ({args.kind}) run with a validation curve under {results.results_root() / 'runs'}")
-  print(table(sorted(runs, key=lambda m: (m["train_steps"], m["config"]["num_train"], m["config"]["weight_decay"]))))
+  runs = sorted(runs, key=lambda m: (m["train_steps"], m["config"]["num_train"], m["config"]["weight_decay"]))
+  print(table(runs))
+  if args.figure:
+    from mone.chapters import experiments
+    fig = figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
+    for path in experiments.save_figure(fig, "calibration", f"{args.name}-{args.kind}"):
+      print(f"wrote {path}")
 
 
 if __name__ == "__main__":
