@@ -26,7 +26,7 @@ def errors(label: str) -> dict:
     raise SystemExit(f"{label!r} is not a temporal-task run")
   params, model = experiments.trained_params(cfg), steps.build_model(cfg)
   clips = moving_digits.make_moving_digits("val", cfg.num_val, "temporal", cfg.model.num_frames,
-                                           cfg.model.image_size, cfg.data_seed)
+                                           cfg.model.image_size, cfg.data_seed, noise=cfg.video_noise)
   points = evaluation.eval_points(cfg)
   rows = []
   for e_c, width in points:

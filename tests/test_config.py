@@ -58,7 +58,7 @@ def test_fields_added_later_keep_old_hashes():
   del legacy["model"]["head_zeroinit"]  # the config as hashed before these fields existed
   del legacy["model"]["alpha_bounded"]
   del legacy["adaptive_e_c"], legacy["num_val"], legacy["sharding"], legacy["grad_accum"], legacy["dtype"]
-  del legacy["remat"]
+  del legacy["remat"], legacy["video_noise"]
   for reporting in ("data_dir", "log_every", "eval_every", "checkpoint_every", "keep_checkpoints"):
     del legacy[reporting]  # never hashed (see the next test)
   blob = json.dumps(legacy, sort_keys=True).encode()
@@ -68,6 +68,8 @@ def test_fields_added_later_keep_old_hashes():
   assert recipes.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
   fewer = recipes.apply_overrides(cfg, ["adaptive_e_c=(0.3, 0.4)"])
   assert fewer.adaptive_e_c == (0.3, 0.4) and results.config_hash(fewer) != results.config_hash(cfg)
+  noisy = recipes.apply_overrides(cfg, ["video_noise=0.1"])
+  assert noisy.video_noise == 0.1 and results.config_hash(noisy) != results.config_hash(cfg)
 
 
 def test_what_a_run_reports_is_not_hashed_but_its_validation_split_is():

@@ -222,6 +222,44 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
     md.make_moving_digits(**args)
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_noise_changes_only_the_pixels_and_differs_frame_by_frame(task, fresh_cache):
+  clean = md.make_moving_digits("test", 30, task)
+  noisy = md.make_moving_digits("test", 30, task, noise=0.1)
+  np.testing.assert_array_equal(md.make_moving_digits("test", 30, task, noise=0.0)["video"], clean["video"])
+  for k in clean:
+    if k != "video":
+      np.testing.assert_array_equal(noisy[k], clean[k])  # labels, masks, digits: untouched
+  diff = noisy["video"].astype(np.float32) - clean["video"]
+  inside = (clean["video"] > 60) & (clean["video"] < 195)  # where +-2.5 std is rarely clipped
+  background = clean["video"] == 0  # clipped at 0: only the positive half of the noise shows
+  assert abs(diff[inside].std() / 25.5 - 1) < 0.1 and abs(diff[inside].mean()) < 1.5
+  assert 0.4 < (diff[background] > 0).mean() < 0.6
+  # Drawn afresh for every frame: consecutive frames' noise is uncorrelated.
+  d = diff[..., 0][background[..., 0] & np.roll(background[..., 0], -1, axis=1)]
+  later = np.roll(diff[..., 0], -1, axis=1)[background[..., 0] & np.roll(background[..., 0], -1, axis=1)]
+  assert abs(np.corrcoef(d, later)[0, 1]) < 0.05
+  md.make_moving_digits.cache_clear()
+  np.testing.assert_array_equal(md.make_moving_digits("test", 30, task, noise=0.1)["video"], noisy["video"])
+  with pytest.raises(ValueError, match="^noise must be a number in"):
+    md.make_moving_digits("test", 30, task, noise=1.5)
+
+
+def test_video_noise_reaches_every_split_of_a_config():
+  from mone.data import sources
+  from mone.train import recipes
+  cfg = recipes.apply_overrides(recipes.moving_temporal(), {"num_train": 16, "num_test": 8, "num_val": 8, "video_noise": 0.2})
+  train, test = sources.data_sources(cfg)
+  val = sources.validation_source(cfg)
+  for src, split in ((train, "train"), (test, "test"), (val, "val")):
+    np.testing.assert_array_equal(src.arrays["video"], md.make_moving_digits(
+        split, len(src), "temporal", seed=cfg.data_seed, holdout_val=split == "train", noise=0.2)["video"])
+  with pytest.raises(ValueError, match="video_noise must be in"):
+    recipes.apply_overrides(cfg, {"video_noise": -0.1})
+  with pytest.raises(ValueError, match="video_noise is for the moving_digits dataset"):
+    recipes.apply_overrides(recipes.digits64(), {"video_noise": 0.1})
+
+
 def test_moving_digits_sources():
   train, test = video_data.moving_digits_sources("temporal", num_train=64, num_test=16)
   assert (len(train), len(test)) == (64, 16)

@@ -50,6 +50,7 @@ NUM_CLUTTER = {"appearance": 3, "temporal": 2}  # fragments of other digits
 # steps) a tiny ViViT stayed at chance for 1,600 steps; with 16 px it reached ~92%.
 DIGIT_SIZE = {"appearance": 1 / 2, "temporal": 1 / 2}
 _SPLIT_IDS = {"train": 0, "test": 1, "val": 2}  # rng stream per split (train, test: as before val existed)
+_NOISE_STREAM = 7  # the pixel noise's own rng stream: noise=0 leaves every clip as it was
 INK = 0.3  # sprite intensity (of 1) above which a pixel counts as part of the object
 
 
@@ -184,6 +185,17 @@ def _temporal_clips(rng, sprites, labels, num_frames, image_size, phase0=None):
   return video, mask, digits
 
 
+def _add_noise(video, std: float, rng, chunk: int = 1024):
+  """Adds i.i.d. Gaussian noise of standard deviation std (of the 0-255 range) to every pixel of
+  every frame, rounded and clipped to uint8, in place and in chunks of clips (float32 noise for
+  a whole 40,000-clip set would take 4 GB). Noise drawn afresh for each frame carries no
+  information about frame order, so the temporal task's argument still holds."""
+  for i in range(0, len(video), chunk):
+    part = video[i:i + chunk]
+    noisy = part + rng.normal(0.0, 255.0 * std, part.shape).astype(np.float32)
+    part[...] = np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+
+
 def _check(name, value, allowed):
   if value not in allowed:
     raise ValueError(f"{name} must be one of {sorted(allowed)}, got {value!r}")
@@ -191,7 +203,8 @@ def _check(name, value, allowed):
 
 @functools.lru_cache(maxsize=4)  # a 4000-clip set is ~130 MB
 def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
-                       image_size: int = 32, seed: int = 0, holdout_val: bool = False) -> dict:
+                       image_size: int = 32, seed: int = 0, holdout_val: bool = False,
+                       noise: float = 0.0) -> dict:
   """Returns {'video': uint8 [num, T, H, W, 3], 'label': int32 [num], 'mask': bool [num, T, H, W]},
   and for 'temporal' 'digit': int32 [num, 2], the class of the left and right scrolling digit
   (a nuisance the label ignores, kept for error analysis: `mone.chapters.analysis.temporal_errors`).
@@ -201,6 +214,9 @@ def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
   balanced (counts differ by at most one). Cached, so the arrays are read-only.
   split: 'train', 'val' or 'test'; holdout_val=True (train only) leaves the validation
   pool's digits out of a training set that has a validation split beside it.
+  noise: standard deviation, as a fraction of the 0-255 range, of i.i.d. Gaussian pixel noise
+  added to every frame (a difficulty knob; drawn from its own rng stream, so labels, masks and
+  the noiseless picture are those of noise=0).
   """
   _check("split", split, set(_SPLIT_IDS))
   if holdout_val and split != "train":
@@ -216,6 +232,8 @@ def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
                      f"round in num_frames/2 steps; in 2, up = down), got {num_frames!r}")
   if not isinstance(num_frames, (int, np.integer)) or num_frames < 1:
     raise ValueError(f"num_frames must be a positive int, got {num_frames!r}")
+  if not (isinstance(noise, (int, float)) and 0 <= noise <= 1):
+    raise ValueError(f"noise must be a number in [0, 1] (a fraction of the pixel range), got {noise!r}")
 
   # Separate streams per (split, task) so that changing one never changes another.
   rng = np.random.default_rng([seed, _SPLIT_IDS[split], int(task == "temporal")])
@@ -225,6 +243,8 @@ def make_moving_digits(split: str, num: int, task: str, num_frames: int = 8,
   else:
     label = _balanced_labels(rng, num, NUM_CLASSES["temporal"])
     video, mask, digits = _temporal_clips(rng, sprites, label, num_frames, image_size)
+  if noise > 0:
+    _add_noise(video, noise, np.random.default_rng([seed, _SPLIT_IDS[split], int(task == "temporal"), _NOISE_STREAM]))
   out = {"video": video, "label": label, "mask": mask}
   if task == "temporal":
     out["digit"] = digit_labels[digits].astype(np.int32)

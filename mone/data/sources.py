@@ -33,7 +33,7 @@ def data_sources(cfg: recipes.TrainConfig):
   if cfg.dataset == "moving_digits":
     return video_data.moving_digits_sources(cfg.video_task, m.num_frames, m.image_size,
                                             cfg.num_train, cfg.num_test, cfg.data_seed,
-                                            holdout_val=cfg.num_val > 0)
+                                            holdout_val=cfg.num_val > 0, noise=cfg.video_noise)
   if cfg.dataset == "tfds_video":
     mk = functools.partial(video_data.TFDSVideoSource, cfg.tfds_name, data_dir=cfg.data_dir,
                            num_frames=m.num_frames, stride=cfg.frame_stride, image_size=m.image_size,
@@ -49,7 +49,7 @@ def validation_source(cfg: recipes.TrainConfig):
   if cfg.dataset == "moving_digits":
     from mone.data import video
     return video.moving_digits_val(cfg.video_task, cfg.num_val, cfg.model.num_frames,
-                                   cfg.model.image_size, cfg.data_seed)
+                                   cfg.model.image_size, cfg.data_seed, noise=cfg.video_noise)
   from mone.data import digits, pipeline
   return pipeline.ArraySource(digits.make_digits("val", cfg.num_val, cfg.model.image_size, cfg.data_seed))
 

@@ -181,20 +181,21 @@ class ClipArraySource:
 
 def moving_digits_sources(task: str, num_frames: int = 8, image_size: int = 32,
                           num_train: int = 4000, num_test: int = 1000, seed: int = 0,
-                          holdout_val: bool = False):
+                          holdout_val: bool = False, noise: float = 0.0):
   """(train, test) ClipArraySources of moving-digit clips: 'video', 'label', 'mask'.
   holdout_val=True: the training clips leave out the validation pool's digits
-  (`moving_digits_val`).
+  (`moving_digits_val`). noise: pixel noise of every split (`make_moving_digits`).
 
   No augmentation: a flip would change 'temporal' labels (left/right, orbit sense).
   """
   make = lambda split, num, **kw: ClipArraySource(moving_digits.make_moving_digits(
-      split, num, task, num_frames=num_frames, image_size=image_size, seed=seed, **kw))
+      split, num, task, num_frames=num_frames, image_size=image_size, seed=seed, noise=noise, **kw))
   return make("train", num_train, holdout_val=holdout_val), make("test", num_test)
 
 
-def moving_digits_val(task: str, num: int, num_frames: int = 8, image_size: int = 32, seed: int = 0):
+def moving_digits_val(task: str, num: int, num_frames: int = 8, image_size: int = 32, seed: int = 0,
+                      noise: float = 0.0):
   """The validation ClipArraySource: clips of the validation pool's digits, which choose
   lr and steps so that the test clips stay untouched."""
   return ClipArraySource(moving_digits.make_moving_digits(
-      "val", num, task, num_frames=num_frames, image_size=image_size, seed=seed))
+      "val", num, task, num_frames=num_frames, image_size=image_size, seed=seed, noise=noise))

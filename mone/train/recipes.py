@@ -40,6 +40,9 @@ class TrainConfig:
   eval_e_c: tuple = ()        # further inference capacities to evaluate (Fig. 5)
   dataset: str = "digits"     # images: "digits" (embedded) | "tfds"; videos: "moving_digits" | "tfds_video"
   video_task: str = "temporal"  # moving_digits: "appearance" (~Kinetics) | "temporal" (~SSv2)
+  # moving_digits: i.i.d. Gaussian pixel noise in every frame (standard deviation, fraction of the
+  # pixel range): a difficulty knob for calibrating the temporal task. Unhashed at its default 0.
+  video_noise: float = dataclasses.field(default=0.0, metadata={"hash_omit_default": True})
   num_clips: int = 1          # eval clips per video (the paper's "8x1" is 8)
   frame_stride: int = 2       # tfds_video: frames skipped between sampled frames
   flip: bool = True           # tfds_video: random horizontal flips (False for SSv2: labels say left/right)
@@ -128,6 +131,10 @@ class TrainConfig:
          f"num_val (a validation split) is for the embedded datasets (digits, moving_digits), "
          f"got dataset={self.dataset}")
     need(self.dataset in DATASETS, f"dataset must be one of {DATASETS}, got {self.dataset!r}")
+    need(isinstance(self.video_noise, (int, float)) and 0 <= self.video_noise <= 1,
+         f"video_noise must be in [0, 1], got {self.video_noise!r}")
+    need(self.video_noise == 0 or self.dataset == "moving_digits",
+         f"video_noise is for the moving_digits dataset, got dataset={self.dataset}")
     video = self.dataset in VIDEO_DATASETS
     need(isinstance(self.model, ViViTConfig) == video,
          f"dataset={self.dataset} needs a {'ViViTConfig (config.vivit)' if video else 'ViTConfig (config.vit)'}")
