@@ -1,5 +1,6 @@
 """The recalibrated small profile's run plan (`mone.chapters.plan`)."""
 import collections
+import dataclasses
 
 import pytest
 
@@ -75,3 +76,11 @@ def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
       shapes = jax.eval_shape(lambda: steps.init_params(cfg, steps.build_model(cfg), np.zeros(steps.input_shape(cfg), np.float32)))
       total += sum(4 * np.prod(a.shape) for k in experiments.ROUTER_INPUTS for a in jax.tree.leaves(shapes[k]))
   assert total < 4 * 2**20, f"{total / 2**20:.1f} MiB of router weights"
+
+
+def test_temporal_candidates_differ_from_the_recipe_only_in_noise():
+  for label, cfg in plan.temporal_candidates():
+    base = plan.video("temporal", kind=cfg.kind)
+    assert cfg.video_noise in plan.TEMPORAL_NOISE and cfg.video_noise > 0, label
+    assert dataclasses.replace(cfg, video_noise=0.0) == base, label
+  assert {cfg.kind for _, cfg in plan.temporal_candidates()} == {"matvit", "vit"}
