@@ -13,7 +13,7 @@ import argparse
 
 from mone import results
 from mone.chapters import analysis, experiments, plan
-from mone.data import moving_digits, sources
+from mone.data import sources
 from mone.train import evaluation, steps
 
 
@@ -25,13 +25,11 @@ def errors(label: str) -> dict:
   if cfg.dataset != "moving_digits" or cfg.video_task != "temporal":
     raise SystemExit(f"{label!r} is not a temporal-task run")
   params, model = experiments.trained_params(cfg), steps.build_model(cfg)
-  clips = moving_digits.make_moving_digits("val", cfg.num_val, "temporal", cfg.model.num_frames,
-                                           cfg.model.image_size, cfg.data_seed, noise=cfg.video_noise)
-  points = evaluation.eval_points(cfg)
+  val = sources.validation_source(cfg)  # its clips carry the digits' classes: val.arrays["digit"]
   rows = []
-  for e_c, width in points:
-    pred = evaluation.predict(cfg, model, params, sources.validation_source(cfg), e_c=e_c, width_index=width)
-    rows.append({"e_c": e_c, "width_index": width, **analysis.temporal_errors(pred, clips["label"], clips["digit"])})
+  for e_c, width in evaluation.eval_points(cfg):
+    pred = evaluation.predict(cfg, model, params, val, e_c=e_c, width_index=width)
+    rows.append({"e_c": e_c, "width_index": width, **analysis.temporal_errors(pred, val.arrays["label"], val.arrays["digit"])})
   return {"run": experiments.run_path(cfg).stem, "label": label, "split": "val", "num_clips": cfg.num_val, "rows": rows}
 
 
