@@ -4,7 +4,7 @@ its checkpoints when started again. Commit each finished run file as it lands, a
 weights it saves under results/weights/ (`plan.keeps_router_weights`).
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
-  MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
+  mkdir -p $HOME/mone-cache && MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
   .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
 """
 import argparse
