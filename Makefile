@@ -16,9 +16,14 @@ help:
 	@echo "make lab      - open the notebooks in JupyterLab, on the kernel make figures uses"
 	@echo "make env      - only create the pinned virtualenv in .venv"
 
+# A virtualenv in $(1), with the pinned requirements file $(2) installed.
+define venv_with
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --disable-pip-version-check -r $(2)
+endef
+
 $(STAMP): requirements/lock.txt pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements/lock.txt
+	$(call venv_with,$(VENV),requirements/lock.txt)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	$(PY) -m ipykernel install --prefix $(VENV) --name python3 > /dev/null
 	touch $@
@@ -39,8 +44,7 @@ LAB_VENV := .venv-lab
 LAB_STAMP := $(LAB_VENV)/.installed
 
 $(LAB_STAMP): requirements/lab.txt
-	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
-	$(LAB_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/lab.txt
+	$(call venv_with,$(LAB_VENV),requirements/lab.txt)
 	touch $@
 
 # Jupyter refuses to run as root (containers often are) unless told: --allow-root there. LAB_ARGS: more flags.
@@ -53,8 +57,7 @@ BOOK_VENV := .venv-book
 BOOK_STAMP := $(BOOK_VENV)/.installed
 
 $(BOOK_STAMP): requirements/book.txt
-	test -x $(BOOK_VENV)/bin/python || $(PYTHON) -m venv $(BOOK_VENV)
-	$(BOOK_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/book.txt
+	$(call venv_with,$(BOOK_VENV),requirements/book.txt)
 	touch $@
 
 # --all: an incremental build would not repeat warnings of unchanged pages, and -W must see them.
