@@ -59,3 +59,23 @@ def test_figure_draws_validation_and_training_curves_of_every_run():
       "4000 steps, 50k images, wd 0.1: validation", "4000 steps, 50k images, wd 0.1: training images",
       "4000 steps, 100k images, wd 0.1: validation", "4000 steps, 100k images, wd 0.1: training images"]
   assert list(acc.get_lines()[1].get_ydata()) == [50, 72, 85, 90] and len(loss.get_lines()) == 2
+
+
+def test_discrimination_table_pairs_dense_and_matvit_runs_of_the_same_setup_only():
+  cfg = {"name": "moving_temporal", "dataset": "moving_digits", "seed": 0, "num_train": 40_000, "weight_decay": 1e-4,
+         "lr": 1e-3, "steps": 3000, "e_c": 0.4, "eval_e_c": [], "log_every": 25}
+  evals = [{"width_index": i, "accuracy": a} for i, a in enumerate((0.80, 0.85, 0.90, 0.92))]
+  def make(kind, h, **over):
+    m = {"name": "moving_temporal", "kind": kind, "accuracy": 0.93, "train_steps": 3000, "config_hash": h,
+         "config": {**cfg, "kind": kind, **over}}
+    return {**m, "evals": evals} if kind == "matvit" else m
+  clean = make("vit", "d0")   # no video_noise field: a run file from before it, noise 0
+  noisy = make("vit", "d1", video_noise=0.15)
+  runs = [clean, noisy, make("matvit", "m0", video_noise=0.0, log_every=50), make("matvit", "m1", video_noise=0.15),
+          make("matvit", "m2", video_noise=0.15, seed=1)]
+  assert [(d["config_hash"], m["config_hash"]) for d, m in calibration.pairs(runs)] == [("d0", "m0"), ("d1", "m1")]
+  text = calibration.discrimination_table(runs)
+  assert "| 3000 steps, 40k clips, wd 0.0001, noise 0.15, seed 0 | 93.0 (d1) | 80.0 / 85.0 / 90.0 / 92.0 (m1) | 8.0 points | discriminates |" in text
+  assert "40k clips, wd 0.0001, seed 0 | 93.0 (d0)" in text and text.count("discriminates |") == 2
+  assert "| noise |" in calibration.table([{**run([0.5, 0.6, 0.7, 0.7], [0.5, 0.6, 0.7, 0.7], steps=4000),
+                                             "config": {**cfg, "video_noise": 0.15}}])

@@ -59,23 +59,61 @@ def discrimination(dense: dict, matvit: dict, width_index: int = 1) -> dict:
 def table(runs: list[dict]) -> str:
   """A Markdown table of calibration runs (finished run files with a validation curve): what
   each candidate changed, its validation curve, test accuracy and both criteria."""
-  head = ("| run | steps | lr | weight decay | training images | validation accuracy by step (%) | test (%) "
-          "| last-quarter gain | train - val | verdict |\n|---|---|---|---|---|---|---|---|---|---|\n")
+  video = any(_is_video(m["config"]) for m in runs)  # clips, and their pixel noise
+  head = (f"| run | steps | lr | weight decay | training {'clips | noise' if video else 'images'} "
+          "| validation accuracy by step (%) | test (%) | last-quarter gain | train - val | verdict |\n"
+          f"|---|---|---|---|---|{'---|' if video else ''}---|---|---|---|---|\n")
   rows = []
   for m in runs:
     c, cfg = check(m), m["config"]
     curve = " / ".join(f"{p['step']}: {100 * p['val_accuracy']:.1f}" for p in m["curve"] if p["step"] % 1000 == 0)
     verdict = ("meets both" if c["plateau"] and c["not_memorised"] else
                " and ".join(w for w, ok in (("not a plateau", c["plateau"]), ("memorises", c["not_memorised"])) if not ok))
-    rows.append(f"| {m['config_hash']} | {c['steps']} | {cfg['lr']:g} | {cfg['weight_decay']:g} | {cfg['num_train']:,} | {curve} "
+    noise = f" | {cfg.get('video_noise', 0.0):g}" if video else ""
+    rows.append(f"| {m['config_hash']} | {c['steps']} | {cfg['lr']:g} | {cfg['weight_decay']:g} | {cfg['num_train']:,}{noise} | {curve} "
                 f"| {100 * m['accuracy']:.1f} | {100 * c['last_quarter_gain']:+.2f} | {100 * c['train_val_gap']:.2f} | {verdict} |")
   return head + "\n".join(rows) + "\n"
 
 
 def label(m: dict) -> str:
-  """What a calibration run changed, for legends: '8000 steps, 100k images, wd 0.0001'."""
+  """What a calibration run changed, for legends: '8000 steps, 100k images, wd 0.0001' (videos:
+  clips, and the pixel noise where there is any)."""
   cfg = m["config"]
-  return f"{m['train_steps']} steps, {cfg['num_train'] // 1000}k images, wd {cfg['weight_decay']:g}"
+  noise = cfg.get("video_noise", 0.0)  # run files from before the field have none: noise 0
+  return (f"{m['train_steps']} steps, {cfg['num_train'] // 1000}k {'clips' if _is_video(cfg) else 'images'}, "
+          f"wd {cfg['weight_decay']:g}" + (f", noise {noise:g}" if noise else ""))
+
+
+def _is_video(cfg: dict) -> bool:
+  from mone.train import recipes
+  return cfg.get("dataset") in recipes.VIDEO_DATASETS
+
+
+# Config fields a dense run and a MatViT run of one setup may differ in: the model kind, MoNE's
+# capacities (unused by both) and how a run reports (unhashed).
+_NOT_SETUP = ("kind", "e_c", "eval_e_c", "log_every", "eval_every", "checkpoint_every", "keep_checkpoints", "data_dir")
+
+
+def pairs(runs: list[dict]) -> list[tuple[dict, dict]]:
+  """(dense, matvit) run pairs of the same setup (data, noise, schedule, seed, model size)."""
+  setup = lambda m: {"video_noise": 0.0, **{k: v for k, v in m["config"].items() if k not in _NOT_SETUP}}
+  dense = [m for m in runs if m["kind"] == "vit"]
+  return [(d, m) for d in dense for m in runs if m["kind"] == "matvit" and setup(m) == setup(d)]
+
+
+def discrimination_table(runs: list[dict]) -> str:
+  """A Markdown table of every (dense, MatViT) pair among runs (`pairs`): test accuracy of the
+  dense run and of each nested width, and the D/4 sub-model's gap (`discrimination`)."""
+  head = ("| setup | dense (run) | MatViT (run): D/8 / D/4 / D/2 / D | D/4 below dense | verdict |\n"
+          "|---|---|---|---|---|\n")
+  rows = []
+  for dense, matvit in pairs(runs):
+    d = discrimination(dense, matvit)
+    widths = " / ".join(f"{100 * e['accuracy']:.1f}" for e in sorted(matvit["evals"], key=lambda e: e["width_index"]))
+    rows.append(f"| {label(dense)}, seed {dense['config']['seed']} | {100 * d['dense']:.1f} ({dense['config_hash']}) "
+                f"| {widths} ({matvit['config_hash']}) | {100 * d['gap']:.1f} points "
+                f"| {'discriminates' if d['discriminates'] else 'does not discriminate'} |")
+  return head + "\n".join(rows) + "\n"
 
 
 def figure(runs: list[dict], title: str = ""):
@@ -85,8 +123,8 @@ def figure(runs: list[dict], title: str = ""):
 
 
 def main(argv=None):
-  """Prints `table` for the committed calibration runs of a config (default digits64's dense ViT)
-  and, with --figure, draws their learning curves to results/calibration/<name>-<kind>.png/.svg."""
+  """Prints `table` for the committed calibration runs of a config (default digits64's dense ViT),
+  `discrimination_table` where MatViT runs of the same setups are committed, and, with --figure, draws their learning curves to results/calibration/<name>-<kind>.png/.svg."""
   import argparse
   import json
 
@@ -100,8 +138,12 @@ def main(argv=None):
   runs = [m for m in (json.loads(p.read_text()) for p in paths) if m.get("curve") and m["curve"][-1].get("val_accuracy") is not None]
   if not runs:
     raise SystemExit(f"no finished {args.name} ({args.kind}) run with a validation curve under {results.results_root() / 'runs'}")
-  runs = sorted(runs, key=lambda m: (m["train_steps"], m["config"]["num_train"], m["config"]["weight_decay"]))
+  runs = sorted(runs, key=lambda m: (m["train_steps"], m["config"]["num_train"], m["config"]["weight_decay"],
+                                     m["config"].get("video_noise", 0.0)))
   print(table(runs))
+  matvit = [json.loads(p.read_text()) for p in sorted((results.results_root() / "runs").glob(f"{args.name}-matvit-*.json"))]
+  if args.kind == "vit" and pairs(runs + matvit):
+    print(discrimination_table(runs + matvit))
   if args.figure:
     from mone.chapters import experiments
     fig = figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
