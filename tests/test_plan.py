@@ -6,6 +6,7 @@ import pytest
 
 from mone import capacity, results
 from mone.chapters import experiments, plan
+from mone.train import recipes
 
 
 def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
@@ -84,3 +85,9 @@ def test_temporal_candidates_differ_from_the_recipe_only_in_noise():
     assert cfg.video_noise in plan.TEMPORAL_NOISE and cfg.video_noise > 0, label
     assert dataclasses.replace(cfg, video_noise=0.0) == base, label
   assert {cfg.kind for _, cfg in plan.temporal_candidates()} == {"matvit", "vit"}
+
+
+def test_appearance_candidates_differ_from_the_recipe_only_in_steps():
+  for label, cfg in plan.appearance_candidates():
+    assert cfg.steps in plan.APPEARANCE_STEPS and cfg.steps > recipes.moving_appearance().steps, label
+    assert dataclasses.replace(cfg, steps=recipes.moving_appearance().steps) == plan.video("appearance", kind="vit"), label
