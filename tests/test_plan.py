@@ -91,3 +91,20 @@ def test_appearance_candidates_differ_from_the_recipe_only_in_steps():
   for label, cfg in plan.appearance_candidates():
     assert cfg.steps in plan.APPEARANCE_STEPS and cfg.steps > recipes.moving_appearance().steps, label
     assert dataclasses.replace(cfg, steps=recipes.moving_appearance().steps) == plan.video("appearance", kind="vit"), label
+
+
+def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():
+  from mone.train import steps
+  vit = plan.image(kind="vit")
+  gflops = steps.train_gflops(vit)
+  finished = [{"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000, "train_gflops": gflops,
+               "wall_time_s": 4000.0, "resumed_from_step": 0},
+              # resumed half-way: 2,000 s for the last half, the faster rate
+              {"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000, "train_gflops": gflops,
+               "wall_time_s": 1500.0, "resumed_from_step": 4000},
+              {"name": vit.name, "kind": "vit", "device": {"kind": "gpu"}, "train_steps": 8000, "train_gflops": gflops,
+               "wall_time_s": 10.0, "resumed_from_step": 0}]
+  assert plan.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
+  assert plan.estimate_seconds(plan.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
+  assert plan.estimate_seconds(plan.mone(0.4), finished) is None  # no finished MoNE run
+  assert plan.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None

@@ -104,7 +104,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "name": cfg.name, "kind": cfg.kind, "seed": cfg.seed, "config": cfg,
       "config_hash": results.config_hash(cfg), "e_c": cfg.e_c if cfg.kind == "mone" else None,
       "accuracy": evals[0]["accuracy"], "gflops": evals[0]["gflops"], "evals": evals,
-      "train_steps": total_steps, "train_gflops": 3 * steps.train_step_gflops(cfg) * cfg.batch_size * total_steps,
+      "train_steps": total_steps, "train_gflops": steps.train_gflops(cfg),
       "final_loss": history[-1][1] if history else None, "history": history,
       **({"curve": curve} if learning_curve else {}),
       "wall_time_s": round(time.time() - t0, 1), "resumed_from_step": start,

@@ -63,6 +63,11 @@ def train_step_gflops(cfg: TrainConfig) -> float:
   return forward_gflops(cfg, cfg.e_c)
 
 
+def train_gflops(cfg: TrainConfig) -> float:
+  """A whole run's training GFLOPs: forward and backward (3x the forward) of every example."""
+  return 3 * train_step_gflops(cfg) * cfg.batch_size * num_train_steps(cfg)
+
+
 def num_train_steps(cfg: TrainConfig) -> int:
   """cfg.steps, or with iso_flops the steps that spend the dense ViT's training FLOPs."""
   if not cfg.iso_flops:
