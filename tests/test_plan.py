@@ -19,7 +19,7 @@ def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
     assert int(seed) == cfg.seed
     seeds[base].add(cfg.seed)
   for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.2, random router",
-               "MoNE e_c=0.6") + tuple(f"{task}: {m}" for task in ("temporal", "appearance") for m in ("ViViT", "MoNE e_c=0.4", "MatViViT")) \
+               "MoNE e_c=0.6", "MoNE e_c=0.3, random router") + tuple(f"{task}: {m}" for task in ("temporal", "appearance") for m in ("ViViT", "MoNE e_c=0.4", "MatViViT")) \
       + ("temporal: MoNE e_c=0.3", "Table 1: Proportionate", "Table 1: Uniform", "Table 1: MoD Greedy e_c=0.4", "Table 1: Greedy e_c=0.4"):
     assert seeds[base] == set(plan.SEEDS), base
   assert len(plan.SEEDS) >= 3
