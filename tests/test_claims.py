@@ -156,3 +156,30 @@ def test_downloads_link_every_file_of_the_chapter_from_the_book_pages(tmp_path, 
   assert line == ("Files of this chapter (`results/03_fig/`): {download}`claims.json <../../results/03_fig/claims.json>`"
                   " · {download}`points.csv <../../results/03_fig/points.csv>`\n")
   assert claims.downloads("nothing_here") == ""
+
+
+def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(tmp_path):
+  old = {"03_figure3": [claims.trained("fig3.a", "c", "p", _seeds([1.0]), relation="beats", tolerance=0.0),
+                        claims.arithmetic("fig3.b", "c", "p", 2.0, at_least=1.8)],
+         "06_figure6": [claims.trained("fig6.gone", "c", "p", _seeds([1.0]), relation="beats", tolerance=0.0)]}
+  new = {"03_figure3": [claims.trained("fig3.a", "c", "p", _seeds([3.0, 4.0, 5.0]), relation="beats", tolerance=0.0),
+                        claims.arithmetic("fig3.b", "c", "p", 2.1, at_least=1.8),
+                        claims.trained("fig3.new", "c", "p", _seeds([-3.0, -4.0, -5.0]), relation="beats", tolerance=0.0)]}
+  table = claims.changes(old, new)
+  assert table.startswith("4 claims, 3 with a different verdict.")
+  rows = {line.split(" | ")[0][3:-1]: line for line in table.splitlines() if line.startswith("| `")}
+  assert list(rows) == ["fig3.a", "fig3.b", "fig3.new", "fig6.gone"]
+  assert "inconclusive: +1.00 points, 1 seed (a verdict needs at least 3 seeds) | **reproduced**: +4.00 points, 95% CI" in rows["fig3.a"]
+  assert rows["fig3.a"].endswith("| **changed** |") and rows["fig3.b"].endswith("| same |")
+  assert "| (no such claim) | **not reproduced**" in rows["fig3.new"] and "| (no such claim) | **changed** |" in rows["fig6.gone"]
+  with pytest.raises(ValueError, match="more than one chapter"):
+    claims.changes({**old, "07_figure7": old["03_figure3"]}, {})
+  # the command line, between two results folders
+  for root, chapters in (("old", old), ("new", new)):
+    for chapter, cs in chapters.items():
+      (tmp_path / root / chapter).mkdir(parents=True)
+      (tmp_path / root / chapter / "claims.json").write_text(json.dumps(cs))
+  claims.main([str(tmp_path / "changes.md"), "--results", str(tmp_path / "new"), "--compare", str(tmp_path / "old")])
+  assert (tmp_path / "changes.md").read_text() == table
+  with pytest.raises(SystemExit, match="no \\*/claims.json"):
+    claims.main([str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])

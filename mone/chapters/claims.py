@@ -277,6 +277,29 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/") -> st
   return "\n".join(out)
 
 
+def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
+  """A Markdown table of every claim in either set ({chapter: claims}, as `load` returns), in
+  chapter order: its verdict and measurement (CI, seeds) in `old` and in `new`, and whether the
+  verdict changed. For comparing two profiles' results (`main --compare`): a reader sees where a
+  retraining turned a verdict, whichever way, and what it rests on."""
+  rows, seen = [], set()
+  for chapter in sorted(set(old) | set(new)):
+    before = {c["id"]: c for c in old.get(chapter, [])}
+    after = {c["id"]: c for c in new.get(chapter, [])}
+    for ident in list(before) + [i for i in after if i not in before]:
+      if ident in seen:
+        raise ValueError(f"claim id {ident!r} appears in more than one chapter")
+      seen.add(ident)
+      a, b = before.get(ident), after.get(ident)
+      cell = lambda c: f"{VERDICT_LABEL[c['verdict']]}: {_ours(c)}".replace("|", "\\|") if c else "(no such claim)"
+      same = a is not None and b is not None and a["verdict"] == b["verdict"]
+      rows.append(f"| `{ident}` | {cell(a)} | {cell(b)} | {'same' if same else '**changed**'} |".replace("\n", " "))
+  n = sum(r.endswith("| **changed** |") for r in rows)
+  head = (f"{len(rows)} claims, {n} with a different verdict.\n\n"
+          "| Claim | Before | After | Verdict |\n| --- | --- | --- | --- |\n")
+  return head + "\n".join(rows) + "\n"
+
+
 def summary(claims: list[dict]) -> str:
   """One line per claim, for a notebook's closing cell: verdict, id, the measured value with
   its CI and seeds, or why it is inconclusive or not testable."""
@@ -329,12 +352,20 @@ def show(claims: list[dict], notebook: str | None = None, key: str = "verdicts")
 
 def main(argv=None):
   import argparse
-  ap = argparse.ArgumentParser(description="Writes the landing page's verdict table from results/*/claims.json.")
+  ap = argparse.ArgumentParser(description="Writes the landing page's verdict table from results/*/claims.json "
+                               "(or, with --compare, the verdicts that changed between two results folders).")
   ap.add_argument("out", help="Markdown file to write (book/verdicts.md)")
   ap.add_argument("--results", default=None, help="results folder (default: the repository's, or $MONE_RESULTS_DIR)")
+  ap.add_argument("--compare", metavar="OLD_RESULTS", default=None,
+                  help="write instead the table of verdict changes from OLD_RESULTS' claims to --results' (`changes`)")
   args = ap.parse_args(argv)
   from mone import results
-  results.atomic_write_text(args.out, landing_page(args.results))
+  if args.compare:
+    if not any(Path(args.compare).glob("*/claims.json")):
+      raise SystemExit(f"--compare: no */claims.json under {args.compare}")
+    results.atomic_write_text(args.out, changes(load(args.compare), load(args.results)))
+  else:
+    results.atomic_write_text(args.out, landing_page(args.results))
 
 
 if __name__ == "__main__":
