@@ -79,14 +79,6 @@ def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
   assert total < 4 * 2**20, f"{total / 2**20:.1f} MiB of router weights"
 
 
-def test_temporal_candidates_differ_from_the_recipe_only_in_noise():
-  for label, cfg in plan.temporal_candidates():
-    base = plan.video("temporal", kind=cfg.kind)
-    assert cfg.video_noise in plan.TEMPORAL_NOISE and cfg.video_noise > 0, label
-    assert dataclasses.replace(cfg, video_noise=0.0) == base, label
-  assert {cfg.kind for _, cfg in plan.temporal_candidates()} == {"matvit", "vit"}
-
-
 def test_appearance_candidates_differ_from_the_recipe_only_in_steps():
   for label, cfg in plan.appearance_candidates():
     assert cfg.steps in plan.APPEARANCE_STEPS and cfg.steps > recipes.moving_appearance().steps, label

@@ -118,19 +118,6 @@ def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
           and cfg.model.router_layers[0] == 0)
 
 
-# Candidates for the temporal recipe: at 40,000 clean clips MatViViT's D/4 sub-model is only 2.4
-# points below the dense ViViT (seed 0; the README's calibration table), short of the 5 that make
-# the task discriminate. Pixel noise makes a digit's direction, where the narrow widths err, harder
-# to read. Each candidate is a MatViViT and a dense ViViT at one noise level.
-TEMPORAL_NOISE = (0.15,)
-
-
-def temporal_candidates() -> list[tuple[str, recipes.TrainConfig]]:
-  """(label, config) of the temporal task's calibration candidates (`TEMPORAL_NOISE`)."""
-  return [(f"temporal candidate: {name}, video_noise={noise}, seed 0", video("temporal", kind=kind, video_noise=noise))
-          for noise in TEMPORAL_NOISE for kind, name in (("matvit", "MatViViT"), ("vit", "ViViT"))]
-
-
 # Candidates for the appearance recipe: at 6,000 steps (seed 0) its dense ViViT gained 2.65 points of
 # validation accuracy over the last quarter of steps (none over the last 1,000, where the cosine
 # schedule's learning rate is near 0), more than a plateau's 1.5; it underfits rather than memorises
@@ -161,5 +148,5 @@ def runs() -> list[tuple[str, recipes.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs and candidates, the
   images, then the other videos."""
   videos = video_runs()
-  return ([r for r in videos if r[0] in CALIBRATION] + temporal_candidates() + appearance_candidates()
+  return ([r for r in videos if r[0] in CALIBRATION] + appearance_candidates()
           + image_runs() + [r for r in videos if r[0] not in CALIBRATION])
