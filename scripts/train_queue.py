@@ -36,15 +36,15 @@ def main():
   runs = plan.runs()
   if args.list:
     finished = [json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))]
-    left, unknown = 0.0, 0
+    left, unknown, todo = 0.0, 0, 0
     for i, (label, cfg) in enumerate(runs):
       state, estimate = status(cfg), plan.estimate_seconds(cfg, finished)
       if state != "done":
+        todo += 1
         left += estimate or 0.0
         unknown += estimate is None
       when = "" if state == "done" else f"~{estimate / 3600:.1f} h" if estimate else "? h"
       print(f"{i:2d} {state:14s} {when:>7s} {experiments.run_path(cfg).name:42s} {label}")
-    todo = sum(status(c) != "done" for _, c in runs)
     print(f"{len(runs) - todo} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
           f"(from the finished runs of each config name and kind on a CPU; {unknown} more without such a run yet)")
     return

@@ -124,7 +124,8 @@ def figure(runs: list[dict], title: str = ""):
 
 def main(argv=None):
   """Prints `table` for the committed calibration runs of a config (default digits64's dense ViT),
-  `discrimination_table` where MatViT runs of the same setups are committed, and, with --figure, draws their learning curves to results/calibration/<name>-<kind>.png/.svg."""
+  `discrimination_table` where MatViT runs of the same setups are committed, and, with --figure,
+  draws their learning curves to results/calibration/<name>-<kind>.png/.svg."""
   import argparse
   import json
 
