@@ -79,10 +79,14 @@ def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
   assert total < 4 * 2**20, f"{total / 2**20:.1f} MiB of router weights"
 
 
-def test_appearance_candidates_differ_from_the_recipe_only_in_steps():
-  for label, cfg in plan.appearance_candidates():
-    assert cfg.steps in plan.APPEARANCE_STEPS and cfg.steps > recipes.moving_appearance().steps, label
-    assert dataclasses.replace(cfg, steps=recipes.moving_appearance().steps) == plan.video("appearance", kind="vit"), label
+def test_appearance_candidates_differ_from_the_recipe_only_in_steps_and_clips():
+  base = plan.video("appearance", kind="vit")
+  candidates = plan.appearance_candidates()
+  assert len(candidates) == len(plan.APPEARANCE_CANDIDATES)
+  for (label, cfg), overrides in zip(candidates, plan.APPEARANCE_CANDIDATES):
+    assert cfg.steps > base.steps and cfg.num_train >= base.num_train, label
+    assert dataclasses.replace(cfg, steps=base.steps, num_train=base.num_train) == base, label
+    assert dataclasses.replace(base, **overrides) == cfg and f"{cfg.steps} steps" in label, label
 
 
 def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():
