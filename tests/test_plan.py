@@ -106,14 +106,14 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
   assert plan.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
 
 
-
 def test_the_plan_still_names_the_committed_runs():
   # A change to the recipes, or to how the plan builds its configs, would rename the planned runs
   # (config hashes) and silently orphan the trained ones: these run files are committed.
   planned = {label: experiments.run_path(cfg).name for label, cfg in plan.runs()}
   committed = {"ViT, seed 0": "digits64-vit-c866f09e75ca.json",
                "temporal: ViViT, seed 0": "moving_temporal-vit-8df62ac99789.json",
-               "temporal: MatViViT, seed 0": "moving_temporal-matvit-2df1aedcb0a3.json"}
+               "temporal: MatViViT, seed 0": "moving_temporal-matvit-2df1aedcb0a3.json",
+               "appearance candidate: ViViT, 12000 steps, seed 0": "moving_appearance-vit-ff0e4d8fd3e6.json"}
   for label, name in committed.items():
     assert planned[label] == name, label
     assert (results.RESULTS / "runs" / name).is_file(), name
