@@ -90,8 +90,9 @@ def speedup_figure(rows, machine: dict):
     speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and r["model"] != "dense"], f"{wl}, {mode}")
   for ax in axes.flat[len(panels):]:
     ax.set_visible(False)
-  fig.suptitle(f"Wall-clock speed-up against FLOP ratio (labels: $e_c$) on {machine['cpu_model']}, "
-               f"{machine['cores']} cores", y=1.01)
+  where = (machine["device"] if machine.get("backend") == "gpu"
+           else f"{machine['cpu_model']}, {machine['cores']} cores")
+  fig.suptitle(f"Wall-clock speed-up against FLOP ratio (labels: $e_c$) on {where}", y=1.01)
   fig.tight_layout()
   return fig
 
