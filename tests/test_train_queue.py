@@ -1,0 +1,50 @@
+"""scripts/train_queue.py: how workers share the plan's runs, and its errors on bad options."""
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from mone import results
+
+_spec = importlib.util.spec_from_file_location("train_queue", results.REPO / "scripts" / "train_queue.py")
+train_queue = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(train_queue)
+
+
+def test_workers_share_the_runs_left_without_overlap_and_in_plan_order():
+  runs = list(range(11))
+  shares = [train_queue.share(runs, k, 4) for k in range(4)]
+  assert sorted(sum(shares, [])) == runs  # every run once
+  assert [s[0] for s in shares] == [0, 1, 2, 3]  # the plan's first runs start first
+  assert shares[3] == [3, 7] and train_queue.share(runs, 0, 1) == runs
+
+
+@pytest.mark.parametrize("worker, workers", [(0, 0), (4, 4), (-1, 2)])
+def test_a_worker_outside_the_workers_is_an_error(worker, workers):
+  with pytest.raises(ValueError, match="worker must be in"):
+    train_queue.share([1, 2], worker, workers)
+
+
+@pytest.mark.parametrize("flags, message", [(["--only", "no-such-run"], "no run's file name contains --only"),
+                                            (["--workers", "0"], "--workers must be >= 1, got 0")])
+def test_bad_options_name_the_flag_and_train_nothing(flags, message):
+  out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), *flags, "--list"],
+                       capture_output=True, text=True, timeout=300)
+  assert out.returncode == 2 and message in out.stderr
+
+
+def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
+  """--workers 2 starts two processes that read the plan and train nothing when every selected run
+  has its run file."""
+  import os
+  from mone.chapters import experiments, plan
+  selected = [cfg for _, cfg in plan.runs() if "digits64-vit-" in experiments.run_path(cfg).name]
+  (tmp_path / "runs").mkdir()
+  for cfg in selected:
+    (tmp_path / "runs" / experiments.run_path(cfg).name).write_text("{}")
+  env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path)}
+  out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--only", "digits64-vit-",
+                        "--workers", "2"], capture_output=True, text=True, timeout=300, env=env)
+  assert out.returncode == 0, out.stderr
+  assert out.stderr.count(f"queue stops: 0 of 0 runs left") == 2  # each worker's share of none left
