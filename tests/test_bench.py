@@ -121,6 +121,18 @@ def test_video_rows_and_targets(tmp_path):
     assert t["workload"].startswith("ViT") and t["ok"] == (t["measured"] >= t["target"])
 
 
+def test_video_only_times_the_video_workload_alone(tmp_path):
+  path = tmp_path / "bench.json"
+  cli.main(["--video-only", "--video", "tiny/8x2", "--video-frames", "2", "--video-batch", "2", "--video-e-c", "0.3",
+            "--mode", "train", "--reps", "1", "--chunk", "1", "--json", str(path)])
+  out = results.read_json(path)
+  assert {r["workload"] for r in out["rows"]} == {out["workload"]} == set(out["baselines"])
+  assert out["workload"].startswith("ViViT") and out["complete"] and out["targets"] == []
+  assert [(r["mode"], r["model"], r["e_c"]) for r in out["rows"]] == [("train", "dense", None), ("train", "mone", 0.3)]
+  with pytest.raises(ValueError, match="--video-only needs --video"):
+    cli.measure(tmp_path / "x.json", video_only=True)
+
+
 def test_bfloat16_workload_computes_in_bfloat16():
   """--dtype bfloat16 (GPU runs): parameters, inputs and every contender's logits are bf16,
   i.e. no constant in the model code silently promotes the computation back to float32."""

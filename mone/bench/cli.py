@@ -56,6 +56,8 @@ def parser() -> argparse.ArgumentParser:
   ap.add_argument("--tune-reps", type=int, default=2, help="timed runs per chunk size when choosing it")
   ap.add_argument("--video", default="", metavar="VARIANT",
                   help="also time a ViViT-FE workload, e.g. B/16x2 (MoNE vs dense ViViT only)")
+  ap.add_argument("--video-only", action="store_true",
+                  help="time the --video workload alone (e.g. to finish a run whose image groups are measured)")
   ap.add_argument("--video-frames", type=int, default=4, help="frames per clip of the video workload")
   ap.add_argument("--video-batch", type=int, nargs="+", default=[4])
   ap.add_argument("--video-e-c", type=float, nargs="+", default=[0.3, 0.5, 1.0])
@@ -79,6 +81,8 @@ def check(args):
   """Raises ValueError on options that cannot go together."""
   if args.block and args.matmul:
     raise ValueError("--block and --matmul time different things; pass one of them")
+  if args.video_only and not args.video:
+    raise ValueError("--video-only needs --video VARIANT (e.g. --video B/16x2)")
 
 
 def main(argv=None):
@@ -127,30 +131,36 @@ def run(args):
   if args.block or args.matmul:
     return main_block(args)
 
-  wl = workloads.cast(workloads.image_workload(args.variant, args.e_c, with_matvit=not args.no_matvit,
-                           with_masked=not args.no_masked,
-                           masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0]), args.dtype)
+  image = None if args.video_only else workloads.cast(workloads.image_workload(
+      args.variant, args.e_c, with_matvit=not args.no_matvit, with_masked=not args.no_masked,
+      masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0]), args.dtype)
+  video = (workloads.cast(workloads.video_workload(args.video, args.video_e_c, args.video_frames), args.dtype)
+           if args.video else None)
+  first = image or video  # the file's workload and baseline
   meta = machine()
-  print(f"{wl.name} on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
-        f"load average {meta['load_avg'][0]:.2f}\nbaseline: {wl.baseline}")
-  baselines = {wl.name: wl.baseline}
+  print(f"{first.name} on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
+        f"load average {meta['load_avg'][0]:.2f}\nbaseline: {first.baseline}")
+  baselines = {first.name: first.baseline}
+  targets = lambda rows: timing.check_targets(rows, image.name) if image else []  # the image workload's only
 
   def save(rows, complete=False):  # after every (mode, batch): a kill loses one group at most
     if args.json:
       results.atomic_write_json(args.json, {
           "machine": {**meta, "load_avg_end": list(os.getloadavg()),
                       "peak_rss_mib": results.peak_rss_mib()},
-          "baseline": wl.baseline, "baselines": baselines, "workload": wl.name, "args": _recorded(args),
-          "complete": complete, "rows": rows, "targets": timing.check_targets(rows, wl.name), **results.provenance()})
+          "baseline": first.baseline, "baselines": baselines, "workload": first.name, "args": _recorded(args),
+          "complete": complete, "rows": rows, "targets": targets(rows), **results.provenance()})
 
-  rows = timing.bench(wl, args.mode, args.batch, args.reps, args.chunk, args.tune_reps, on_group=save,
-               train_batches=args.train_batch)
-  if args.video:
-    vwl = workloads.cast(workloads.video_workload(args.video, args.video_e_c, args.video_frames), args.dtype)
-    print(f"baseline: {vwl.baseline}")
-    baselines[vwl.name] = vwl.baseline
-    timing.bench(vwl, args.mode, args.video_batch, args.reps, args.chunk, args.tune_reps, on_group=save, rows=rows)
-  checks = timing.check_targets(rows, wl.name)
+  rows = []
+  if image:
+    timing.bench(image, args.mode, args.batch, args.reps, args.chunk, args.tune_reps, on_group=save,
+                 rows=rows, train_batches=args.train_batch)
+  if video:
+    if image:
+      print(f"baseline: {video.baseline}")
+      baselines[video.name] = video.baseline
+    timing.bench(video, args.mode, args.video_batch, args.reps, args.chunk, args.tune_reps, on_group=save, rows=rows)
+  checks = targets(rows)
   if checks:
     print("targets:\n" + timing.targets_table(checks))
   if args.json:
