@@ -102,6 +102,10 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
                "wall_time_s": 10.0, "resumed_from_step": 0}]
   assert plan.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
   assert plan.estimate_seconds(plan.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
+  # resumed half-way, but timed from step 0 (newer code keeps the earlier parts' time): 2,900 s in all
+  finished.append({"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000,
+                   "train_gflops": gflops, "wall_time_s": 2900.0, "resumed_from_step": 4000, "timed_from_step": 0})
+  assert plan.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
   assert plan.estimate_seconds(plan.mone(0.4), finished) is None  # no finished MoNE run
   assert plan.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
 

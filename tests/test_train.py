@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -341,8 +342,11 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   import shutil
   shutil.rmtree(tmp_path / "run" / "checkpoints" / "6")
   (tmp_path / "run" / "metrics.json").unlink()
+  began = time.time()
   again = loop.train(cfg, tmp_path / "run", progress=False)
   assert again["resumed_from_step"] == 3 and again["curve"] == curve
+  # Its wall time also counts the first part, up to the checkpoint it resumed from.
+  assert again["timed_from_step"] == 0 and again["wall_time_s"] > time.time() - began + 0.1
   # Without a validation split the curve still tracks training; without eval_every there is none.
   no_val = loop.train(tiny(kind="vit", eval_every=3), tmp_path / "no_val", progress=False)
   assert [p["val_accuracy"] for p in no_val["curve"]] == [None, None]

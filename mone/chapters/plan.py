@@ -140,12 +140,14 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
   """About how long cfg's run takes on the machine that trained the `finished` run files: its
   training GFLOPs at the fewest seconds per training GFLOP of a finished CPU run of the same config
   name and model kind, or None without one. The fewest, because a wall time also counts the
-  evaluations and any other program that shared the CPU; a resumed run counts its last part only.
+  evaluations and any other program that shared the CPU; a run's wall time counts from its
+  `timed_from_step` (0, or where a run of older code resumed: its last part only).
   MoNE runs at lower e_c spend more time per FLOP (narrower matmuls): theirs is an underestimate."""
   from mone.train import steps
-  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - m.get("resumed_from_step", 0) / m["train_steps"]))
+  timed_from = lambda m: m.get("timed_from_step", m.get("resumed_from_step", 0))
+  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - timed_from(m) / m["train_steps"]))
            for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
-           and m.get("device", {}).get("kind") == "cpu" and m.get("resumed_from_step", 0) < m["train_steps"]]
+           and m.get("device", {}).get("kind") == "cpu" and timed_from(m) < m["train_steps"]]
   return min(rates) * steps.train_gflops(cfg) if rates else None
 
 

@@ -53,10 +53,18 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
     results.atomic_write_json(workdir / "config.json", {"config": cfg, "config_hash": results.config_hash(cfg)})
   mngr = checkpoints.manager(workdir, cfg)
   restored, start = checkpoints.restore_latest(mngr, {"state": state})
+  # Wall time of the earlier parts of a resumed run, up to their last checkpoint (work redone after
+  # a kill counts once, in the part that redoes it). Checkpoints of older code did not keep it:
+  # then wall_time_s counts from `timed_from_step`, the step this part resumed from.
+  elapsed_before, timed_from = 0.0, 0
   if restored is not None:
     state = sharding.place(mesh, restored["state"], cfg.sharding)
     history = [tuple(h) for h in restored["history"]["history"]]
     curve = list(restored["history"].get("curve", []))
+    if restored["history"].get("elapsed_s") is None:
+      timed_from = start
+    else:
+      elapsed_before = restored["history"]["elapsed_s"]
     log.info("resumed %s from step %d", workdir, start)
 
   import orbax.checkpoint as ocp
@@ -90,7 +98,8 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       bar.update(1)
       if done % cfg.checkpoint_every == 0 or done == total_steps:
         mngr.save(done, args=ocp.args.Composite(state=ocp.args.StandardSave(state), history=ocp.args.JsonSave(
-            {"history": history, **({"curve": curve} if learning_curve else {})})))
+            {"history": history, **({"curve": curve} if learning_curve else {}),
+             "elapsed_s": elapsed_before + time.time() - t0})))
   finally:
     batches.close()
     bar.close()
@@ -107,7 +116,8 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "train_steps": total_steps, "train_gflops": steps.train_gflops(cfg),
       "final_loss": history[-1][1] if history else None, "history": history,
       **({"curve": curve} if learning_curve else {}),
-      "wall_time_s": round(time.time() - t0, 1), "resumed_from_step": start,
+      "wall_time_s": round(elapsed_before + time.time() - t0, 1), "timed_from_step": timed_from,
+      "resumed_from_step": start,
       "peak_rss_mib": round(results.peak_rss_mib(), 1),
       **results.provenance()}
   if lead:
