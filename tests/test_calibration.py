@@ -23,6 +23,15 @@ def test_check_measures_the_last_quarter_and_the_final_gap():
   assert "not a plateau" in calibration.table([run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)])
 
 
+def test_a_gain_or_gap_exactly_at_its_threshold_meets_it_despite_float_rounding():
+  # 1,412 then 1,442 of 2,000 validation clips: +1.5 points, which floats compute as 0.015000000000000013
+  assert 0.721 - 0.706 > calibration.PLATEAU_GAIN
+  c = calibration.check(run([0.5, 0.6, 0.706, 0.721], [0.5, 0.6, 0.7, 0.821], steps=4000))
+  assert c["plateau"] and c["not_memorised"]  # train - val: 0.821 - 0.721, exactly 10 points
+  assert not calibration.check(run([0.5, 0.6, 0.706, 0.7215], [0.5, 0.6, 0.7, 0.8], steps=4000))["plateau"]
+  assert not calibration.check(run([0.5, 0.6, 0.7, 0.72], [0.5, 0.6, 0.7, 0.8205], steps=4000))["not_memorised"]
+
+
 def test_check_refuses_runs_it_cannot_judge():
   with pytest.raises(ValueError, match="no validation curve"):
     calibration.check({"name": "x", "kind": "vit", "curve": []})

@@ -118,24 +118,6 @@ def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
           and cfg.model.router_layers[0] == 0)
 
 
-# Candidates for the appearance recipe (its dense ViViT, seed 0). At 6,000 steps it gained 2.65 points
-# of validation accuracy over the last quarter of steps, more than a plateau's 1.5, and underfitted
-# (71% on training clips, 65.5% validation). At 12,000 steps validation levels off (72.7%, +0.0 over
-# the last quarter) but training clips end 16.15 points above it: 40,000 clips are memorised, as
-# 50,000 images were by the image ViT. More images of the same digits is what cured that there
-# (`recipes.digits64`): the next candidate has 100,000 clips.
-APPEARANCE_CANDIDATES = ({"steps": 12_000}, {"steps": 12_000, "num_train": 100_000})
-
-
-def appearance_candidates() -> list[tuple[str, recipes.TrainConfig]]:
-  """(label, config) of the appearance task's calibration candidates (`APPEARANCE_CANDIDATES`:
-  each the recipe's dense ViViT with those overrides)."""
-  def label(o):
-    return f"{o['steps']} steps" + (f", {o['num_train']:,} clips" if "num_train" in o else "")
-  return [(f"appearance candidate: ViViT, {label(o)}, seed 0", video("appearance", kind="vit", **o))
-          for o in APPEARANCE_CANDIDATES]
-
-
 def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | None:
   """About how long cfg's run takes on the machine that trained the `finished` run files: its
   training GFLOPs at the fewest seconds per training GFLOP of a finished CPU run of the same config
@@ -152,8 +134,8 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
 
 
 def runs() -> list[tuple[str, recipes.TrainConfig]]:
-  """Every run of the profile, in training order: the video calibration runs and candidates, the
+  """Every run of the profile, in training order: the video calibration runs, the
   images, then the other videos."""
   videos = video_runs()
-  return ([r for r in videos if r[0] in CALIBRATION] + appearance_candidates()
-          + image_runs() + [r for r in videos if r[0] not in CALIBRATION])
+  return ([r for r in videos if r[0] in CALIBRATION] + image_runs()
+          + [r for r in videos if r[0] not in CALIBRATION])
