@@ -9,17 +9,18 @@ weights it saves under results/weights/ (`plan.keeps_router_weights`).
 
 On a GPU machine, tiny runs leave the GPU mostly idle, so several processes share it: with
 `--workers 8` on one H200 (16 host cores) each digits64 run trains at about 2,700 examples/s,
-8 at once (one alone: 7,600), so eight 8,000-step runs take about 5 minutes together. Each worker
-trains every N-th run left (`share`); a killed worker's run resumes from its checkpoints as on a CPU.
+8 at once (one alone: 7,600), so eight 8,000-step runs take about 6 minutes together (data,
+compilation and evaluation included). Each worker trains every N-th run left (`share`); a killed
+worker's run resumes from its checkpoints as on a CPU.
 
   XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true \
       python3 scripts/train_queue.py --only digits64- --workers 8
 """
-import subprocess
-import sys
 import argparse
 import json
 import logging
+import subprocess
+import sys
 import time
 
 from mone.chapters import experiments, plan
@@ -80,9 +81,8 @@ def main():
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")
-  if args.worker is not None:
-    left = [r for r in runs if not experiments.run_path(r[1]).exists()]
-    runs = share(left, args.worker, args.workers)
+  if args.worker is not None:  # every worker shares the same list: the runs left when they start
+    runs = share([r for r in runs if not experiments.run_path(r[1]).exists()], args.worker, args.workers)
   trained = 0
   for i, (label, cfg) in enumerate(runs):
     if experiments.run_path(cfg).exists():

@@ -1,8 +1,8 @@
 import dataclasses
 import json
-import time
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax

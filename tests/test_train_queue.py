@@ -1,5 +1,6 @@
 """scripts/train_queue.py: how workers share the plan's runs, and its errors on bad options."""
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -38,7 +39,6 @@ def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch
 def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
   """--workers 2 starts two processes that read the plan and train nothing when every selected run
   has its run file."""
-  import os
   from mone.chapters import experiments, plan
   selected = [cfg for _, cfg in plan.runs() if "digits64-vit-" in experiments.run_path(cfg).name]
   (tmp_path / "runs").mkdir()
@@ -48,4 +48,4 @@ def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
   out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--only", "digits64-vit-",
                         "--workers", "2"], capture_output=True, text=True, timeout=300, env=env)
   assert out.returncode == 0, out.stderr
-  assert out.stderr.count(f"queue stops: 0 of 0 runs left") == 2  # each worker's share of none left
+  assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker's share of none left
