@@ -369,6 +369,52 @@ def _tensorboard_scalars(logdir) -> dict:
   return out
 
 
+class _ObjectStoreFile:
+  """A gs://-like file for Progress: no append, and every read and write counted."""
+
+  def __init__(self, text=None):
+    self.text, self.reads, self.writes = text, 0, 0
+    self.parent = self
+
+  def __str__(self):
+    return "mem://bucket/run/metrics.jsonl"
+
+  def __truediv__(self, name):
+    return self
+
+  def exists(self):
+    return self.text is not None
+
+  def read_text(self):
+    self.reads += 1
+    return self.text
+
+  def write_text(self, text):
+    self.writes += 1
+    self.text = text
+
+
+def test_progress_on_an_object_store_reads_once_and_writes_in_bursts(monkeypatch):
+  monkeypatch.setattr(loop, "_tensorboard", lambda logdir: None)
+  cfg = tiny(kind="vit")
+  resumed = _ObjectStoreFile('{"step": 2, "train_loss": 2.0}\n')  # a killed first attempt's line
+  watch = loop.Progress(resumed, cfg, 10, 2)
+  for step in (4, 6, 8):
+    watch.log(step, 1.0)
+  assert (resumed.reads, resumed.writes) == (1, 0)  # within REMOTE_FLUSH_S: nothing sent yet
+  watch.close()
+  assert resumed.writes == 1 and [json.loads(l)["step"] for l in resumed.text.splitlines()] == [2, 4, 6, 8]
+  watch.close()  # nothing new: no second write
+  assert resumed.writes == 1
+  # Past REMOTE_FLUSH_S every line goes out as it comes; a new file is not read.
+  monkeypatch.setattr(loop.Progress, "REMOTE_FLUSH_S", 0.0)
+  fresh = _ObjectStoreFile()
+  watch = loop.Progress(fresh, cfg, 10, 0)
+  watch.log(2, 1.5)
+  watch.log_point({"step": 2, "train_loss": 1.5, "train_accuracy": 0.5, "val_accuracy": None})
+  assert (fresh.reads, fresh.writes) == (0, 2) and len(fresh.text.splitlines()) == 2
+
+
 def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):
   cfg = tiny(kind="vit")
   m = loop.train(cfg, tmp_path / "run", progress=False)

@@ -160,13 +160,21 @@ class Progress:
   lines its first attempt wrote; a step logged twice (between the last checkpoint and a kill) is
   read from its last line. Where tensorboardX is installed (it needs no TensorFlow), every
   number of those lines also goes to TensorBoard event files in WORKDIR/tensorboard
-  (`tensorboard --logdir WORKDIR`)."""
+  (`tensorboard --logdir WORKDIR`). An object store (gs://) cannot append: there the file is
+  read once, kept in memory and rewritten at most every REMOTE_FLUSH_S seconds and at the end
+  (one write per logged line would send the whole file, again and again, over the network)."""
+
+  REMOTE_FLUSH_S = 60.0
 
   def __init__(self, path, cfg: TrainConfig, total_steps: int, start: int, write: bool = True):
     self.path, self.cfg, self.total, self.write = path, cfg, total_steps, write
     self.lr = steps.learning_rate(cfg, total_steps)
     self.last_step, self.last_time = start, time.time()
     self.board = _tensorboard(path.parent / "tensorboard") if write else None
+    self.remote = None  # an object store's file text, written by _flush
+    if write and not results.is_local(path):
+      self.remote = path.read_text() if path.exists() else ""
+      self.flushed_text, self.flushed_at = self.remote, time.time()
 
   def log(self, step: int, loss: float) -> dict:
     now = time.time()
@@ -188,11 +196,18 @@ class Progress:
         if key not in ("step", "time") and isinstance(value, (int, float)):
           self.board.add_scalar(key, value, line["step"], walltime=line["time"])
     text = json.dumps(line) + "\n"
-    if results.is_local(self.path):
+    if self.remote is None:
       with open(self.path, "a") as f:
         f.write(text)
-    else:  # object stores (gs://) cannot append: rewrite the file (a line per log_every steps)
-      self.path.write_text((self.path.read_text() if self.path.exists() else "") + text)
+    else:
+      self.remote += text
+      if time.time() - self.flushed_at >= self.REMOTE_FLUSH_S:
+        self._flush()
+
+  def _flush(self) -> None:
+    if self.remote is not None and self.remote != self.flushed_text:
+      self.path.write_text(self.remote)
+      self.flushed_text, self.flushed_at = self.remote, time.time()
 
   def log_point(self, point: dict) -> None:
     """A learning-curve point (`Curve`), as one more line of metrics.jsonl and of the log."""
@@ -202,6 +217,7 @@ class Progress:
              fmt(point["train_accuracy"]), fmt(point["val_accuracy"]))
 
   def close(self) -> None:
+    self._flush()
     if self.board is not None:
       self.board.close()  # flushes the event file
 
