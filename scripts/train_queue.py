@@ -67,17 +67,21 @@ def main():
     sys.exit(max(p.wait() for p in procs))
   if args.list:
     finished = [json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))]
-    left, unknown, todo = 0.0, 0, 0
+    left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
       state, estimate = status(cfg), plan.estimate_seconds(cfg, finished)
-      if state != "done":
-        todo += 1
+      if state == "done":
+        done.append(json.loads(experiments.run_path(cfg).read_text()))
+        when = plan.device_name(done[-1])  # where it trained
+      else:
         left += estimate or 0.0
         unknown += estimate is None
-      when = "" if state == "done" else f"~{estimate / 3600:.1f} h" if estimate else "? h"
-      print(f"{i:2d} {state:14s} {when:>7s} {experiments.run_path(cfg).name:42s} {label}")
-    print(f"{len(runs) - todo} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
+        when = f"~{estimate / 3600:.1f} h" if estimate else "? h"
+      print(f"{i:2d} {state:14s} {when:>16s} {experiments.run_path(cfg).name:42s} {label}")
+    todo = len(runs) - len(done)
+    print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
           f"(from the finished runs of each config name and kind on a CPU; {unknown} more without such a run yet)")
+    print("\nWhere the finished runs trained:\n" + plan.device_table(done))
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")

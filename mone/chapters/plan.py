@@ -133,6 +133,32 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
   return min(rates) * steps.train_gflops(cfg) if rates else None
 
 
+def device_name(m: dict) -> str:
+  """Where a run file's run trained: the device kind, with the host's cores for a CPU
+  ('cpu, 2 cores', 'NVIDIA H200')."""
+  d = m.get("device") or {}
+  kind = d.get("kind", "unrecorded device")
+  return f"{kind}, {d['cores']} cores" if kind == "cpu" and d.get("cores") else kind
+
+
+def device_table(finished: list[dict]) -> str:
+  """A Markdown table of where the finished runs were trained (`device_name`): per device, the
+  number of runs, their wall time in hours (as recorded: runs resumed by older code count their
+  last part only) and the JAX versions, so a reader sees which comparisons cross devices."""
+  if not finished:
+    return "No run has finished yet.\n"
+  rows = {}
+  for m in finished:
+    r = rows.setdefault(device_name(m), {"runs": 0, "seconds": 0.0, "jax": set()})
+    r["runs"] += 1
+    r["seconds"] += m.get("wall_time_s") or 0.0
+    r["jax"].add(m.get("versions", {}).get("jax", "?"))
+  lines = ["| device | runs | wall time (h) | JAX |", "|---|---|---|---|"]
+  lines += [f"| {name} | {r['runs']} | {r['seconds'] / 3600:.1f} | {', '.join(sorted(r['jax']))} |"
+            for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["runs"])]
+  return "\n".join(lines) + "\n"
+
+
 def runs() -> list[tuple[str, recipes.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs, the
   images, then the other videos."""
