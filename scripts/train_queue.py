@@ -80,7 +80,8 @@ def main():
       print(f"{i:2d} {state:14s} {when:>16s} {experiments.run_path(cfg).name:42s} {label}")
     todo = len(runs) - len(done)
     print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
-          f"(from the finished runs of each config name and kind on a CPU; {unknown} more without such a run yet)")
+          f"(from finished CPU runs of the same config at another seed, else of its name and kind: plan.estimate_seconds; "
+          f"{unknown} more without such a run yet)")
     print("\nWhere the finished runs trained:\n" + plan.device_table(done))
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "

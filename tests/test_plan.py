@@ -96,6 +96,16 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
                    "train_gflops": gflops, "wall_time_s": 2900.0, "resumed_from_step": 4000, "timed_from_step": 0})
   assert plan.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
   assert plan.estimate_seconds(plan.mone(0.4), finished) is None  # no finished MoNE run
+  # The same config at another seed is the estimate, even where another config runs faster per FLOP
+  # (a MoNE run at a lower e_c runs slower per FLOP)
+  mone_run = lambda c, wall: {"name": c.name, "kind": "mone", "seed": c.seed, "config_hash": results.config_hash(c),
+                              "device": {"kind": "cpu"}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
+                              "wall_time_s": wall, "timed_from_step": 0}
+  finished += [mone_run(plan.mone(0.4), 1000.0), mone_run(plan.mone(0.2), 900.0)]
+  assert plan.estimate_seconds(plan.mone(0.2, seed=2), finished) == pytest.approx(900.0)
+  assert plan.estimate_seconds(plan.mone(0.4, seed=1), finished) == pytest.approx(1000.0)
+  fastest = min(1000.0 / steps.train_gflops(plan.mone(0.4)), 900.0 / steps.train_gflops(plan.mone(0.2)))
+  assert plan.estimate_seconds(plan.mone(0.3), finished) == pytest.approx(fastest * steps.train_gflops(plan.mone(0.3)))
   assert plan.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
 
 

@@ -120,16 +120,21 @@ def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
 
 def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | None:
   """About how long cfg's run takes on the machine that trained the `finished` run files: its
-  training GFLOPs at the fewest seconds per training GFLOP of a finished CPU run of the same config
-  name and model kind, or None without one. The fewest, because a wall time also counts the
-  evaluations and any other program that shared the CPU; a run's wall time counts from its
-  `timed_from_step` (0, or where a run of older code resumed: its last part only).
-  MoNE runs at lower e_c spend more time per FLOP (narrower matmuls): theirs is an underestimate."""
+  training GFLOPs at the fewest seconds per training GFLOP of the finished CPU runs of the same
+  config at another seed or, without one, of the same config name and model kind; None without
+  either. The fewest, because a wall time also counts the evaluations and any other program that
+  shared the CPU; a run's wall time counts from its `timed_from_step` (0, or where a run of older
+  code resumed: its last part only). Scaled from another config, a MoNE run at a lower e_c is
+  underestimated: it spends more time per FLOP (narrower matmuls)."""
+  import dataclasses
+
+  from mone import results
   from mone.train import steps
   timed_from = lambda m: m.get("timed_from_step", m.get("resumed_from_step", 0))
-  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - timed_from(m) / m["train_steps"]))
-           for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
+  timed = [m for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
            and m.get("device", {}).get("kind") == "cpu" and timed_from(m) < m["train_steps"]]
+  twins = [m for m in timed if "seed" in m and m.get("config_hash") == results.config_hash(dataclasses.replace(cfg, seed=m["seed"]))]
+  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - timed_from(m) / m["train_steps"])) for m in twins or timed]
   return min(rates) * steps.train_gflops(cfg) if rates else None
 
 
