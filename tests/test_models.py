@@ -118,7 +118,8 @@ def test_assignment_has_exact_counts_and_aux():
 
 def test_router_gets_gradients_once_alpha_moves():
   """Eq. 1 with alpha = 0: the block output is scaled by exactly 1, so dL/dW_r = 0 at the
-  very first step; dL/dalpha = r * B_FFN is not, and after one update W_r learns."""
+  very first step; dL/dalpha = r * B_FFN is not (here it asks alpha to grow, which the bound
+  [0, 1) lets through at 0: `nested.bounded_alpha`), and after one update W_r learns."""
   mone = vit.make_model(CFG, "mone")
   v = mone.init(jax.random.key(0), X, (0.25,) * 4)
   v = {"params": {**randomize(v)["params"], "alpha": jnp.float32(0.0)}}

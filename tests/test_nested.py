@@ -4,6 +4,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from mone import capacity
@@ -102,14 +103,36 @@ def test_bad_input_is_refused_with_the_parameter_named():
     enc.init(jax.random.key(0), X, (0.5, 0.5))
 
 
+def test_bounded_alpha_leaves_zero_when_its_gradient_turns_after_pushing_it_below():
+  # Adam on alpha, whose loss first wants it below 0 (target -1), then at 0.5: a plain clip left the
+  # parameter below 0, where it has no gradient, and alpha at 0 for good (what froze the routers of
+  # the first digits64 MoNE runs); the bound's gradient brings it back.
+  def train(alpha_fn):
+    tx = optax.adam(0.05)
+    raw, state = jnp.float32(0.0), None
+    state = tx.init(raw)
+    for step in range(300):
+      target = -1.0 if step < 100 else 0.5
+      g = jax.grad(lambda r: (alpha_fn(r) - target) ** 2)(raw)
+      updates, state = tx.update(g, state)
+      raw = optax.apply_updates(raw, updates)
+    return float(alpha_fn(raw))
+  assert train(lambda r: jnp.clip(r, 0.0, nested.ALPHA_MAX)) == 0.0
+  assert train(nested.eq1_alpha) == pytest.approx(0.5, abs=0.02)
+
+
 def test_eq1_alpha_stays_in_the_papers_range_and_learns_from_zero():
   raw = jnp.array([-2.0, 0.0, 0.3, 1.0, 5.0])
   np.testing.assert_array_equal(np.asarray(nested.eq1_alpha(raw)), [0, 0, np.float32(0.3), nested.ALPHA_MAX,
                                                                      nested.ALPHA_MAX])
   assert nested.ALPHA_MAX < 1 and np.float32(nested.ALPHA_MAX) < 1
   np.testing.assert_array_equal(np.asarray(nested.eq1_alpha(raw, bounded=False)), np.asarray(raw))
-  # At its initial value 0 the parameter still gets a gradient, so alpha can grow.
-  assert float(jax.grad(lambda a: nested.eq1_alpha(a))(0.0)) > 0
+  # The gradient passes inside the bounds, and at or beyond one only towards the inside: at its
+  # initial value 0 a loss that wants alpha larger moves it, one that wants it smaller does not.
+  grad = lambda sign, a: float(jax.grad(lambda a: sign * nested.eq1_alpha(a))(jnp.float32(a)))
+  assert [grad(-1.0, a) for a in (-0.5, 0.0, 0.3, 1.0, 5.0)] == [-1.0, -1.0, -1.0, 0.0, 0.0]
+  assert [grad(+1.0, a) for a in (-0.5, 0.0, 0.3, 1.0, 5.0)] == [0.0, 0.0, 1.0, 1.0, 1.0]
+  assert float(jax.grad(lambda a: nested.eq1_alpha(a, bounded=False))(-3.0)) == 1.0
   # In the encoder: a raw alpha far outside [0, 1) acts as the bound's edge.
   model = UserModel(router_layers=(1,))
   b = capacity.budget("mone", 0.3)

@@ -68,13 +68,39 @@ def ungroup(groups, hs, live, widths, perm=None):
 
 
 def eq1_alpha(raw, bounded: bool = True):
-  """Eq. 1's alpha from its parameter: the paper's alpha in [0, 1), or (bounded=False) the raw
-  value, as the first XS runs were trained. The parameter starts at 0, the bound's edge: clip
-  passes half the gradient there (JAX splits a tie), so alpha can still grow from 0."""
-  return jnp.clip(raw, 0.0, ALPHA_MAX) if bounded else raw
+  """Eq. 1's alpha from its parameter: the paper's alpha in [0, 1) (`bounded_alpha`), or
+  (bounded=False) the raw value, as the first XS runs were trained."""
+  return bounded_alpha(raw) if bounded else raw
 
 
 ALPHA_MAX = float(np.nextafter(np.float32(1), np.float32(0)))  # the largest float32 below 1
+
+
+@jax.custom_vjp
+def bounded_alpha(raw):
+  """raw clipped to [0, ALPHA_MAX], with a gradient that never traps it outside.
+
+  Eq. 1's factor alpha r + 1 is the router's only gradient path, and alpha starts at 0, the
+  bound's edge. A plain clip has no gradient outside [0, 1): once one update took the parameter
+  below 0, alpha stayed 0 for good and the router never learned (every digits64 MoNE run of
+  session 18: router weights unchanged but for weight decay; alpha's gradient points below 0
+  within the first steps). Here the gradient passes inside the bounds, and at or beyond a bound
+  only when a descent step leads back inside (at or below 0: a negative gradient, which raises
+  the parameter), so alpha leaves 0 whenever its gradient asks it to, as if projected."""
+  return jnp.clip(raw, 0.0, ALPHA_MAX)
+
+
+def _bounded_alpha_fwd(raw):
+  return bounded_alpha(raw), raw
+
+
+def _bounded_alpha_bwd(raw, g):
+  inside = (raw > 0.0) & (raw < ALPHA_MAX)
+  back = ((raw <= 0.0) & (g < 0)) | ((raw >= ALPHA_MAX) & (g > 0))
+  return (jnp.where(inside | back, g, jnp.zeros_like(g)),)
+
+
+bounded_alpha.defvjp(_bounded_alpha_fwd, _bounded_alpha_bwd)
 
 
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
