@@ -68,6 +68,12 @@ def test_figure_draws_validation_and_training_curves_of_every_run():
       "4000 steps, 50k images, wd 0.1: validation", "4000 steps, 50k images, wd 0.1: training images",
       "4000 steps, 100k images, wd 0.1: validation", "4000 steps, 100k images, wd 0.1: training images"]
   assert list(acc.get_lines()[1].get_ydata()) == [50, 72, 85, 90] and len(loss.get_lines()) == 2
+  # the same setup at another seed: its own curve, both named by seed
+  runs.append({**runs[1], "config": {**runs[1]["config"], "seed": 1}})
+  runs[1]["config"] = {**runs[1]["config"], "seed": 0}
+  acc, loss = calibration.figure(runs).axes
+  assert [l.get_label() for l in loss.get_lines()] == [
+      "4000 steps, 50k images, wd 0.1", "4000 steps, 100k images, wd 0.1, seed 0", "4000 steps, 100k images, wd 0.1, seed 1"]
 
 
 def test_discrimination_table_pairs_dense_and_matvit_runs_of_the_same_setup_only():

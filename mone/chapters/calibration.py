@@ -122,7 +122,9 @@ def discrimination_table(runs: list[dict]) -> str:
 def figure(runs: list[dict], title: str = ""):
   """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each."""
   from mone.chapters import plots
-  return plots.learning_curves_figure({label(m): m for m in runs}, title)
+  names = [label(m) for m in runs]  # runs of one setup at several seeds: each its own curve
+  return plots.learning_curves_figure({f"{n}, seed {m['config']['seed']}" if names.count(n) > 1 else n: m
+                                       for n, m in zip(names, runs)}, title)
 
 
 def main(argv=None):
