@@ -42,6 +42,20 @@ def test_every_model_trains_with_the_same_loop(tmp_path, overrides):
   assert saved["config_hash"] == m["config_hash"] and "versions" in saved and "device" in saved
 
 
+def test_a_bounded_alpha_mone_run_trains_its_router(tmp_path):
+  # Eq. 1's factor is the router's only gradient path and alpha starts at 0, its bound: with a plain
+  # clip this run's alpha went below 0 and stuck, and its router moved by weight decay alone (3e-6;
+  # so did every first digits64 MoNE run's). With `nested.bounded_alpha` it moves by about 0.04.
+  cfg = recipes.apply_overrides(recipes.smoke(), {"kind": "mone", "num_devices": 1})
+  assert cfg.model.alpha_bounded
+  model = steps.build_model(cfg)
+  before = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))["router_0"]["kernel"]
+  loop.train(cfg, tmp_path, progress=False)
+  after = checkpoints.load_params(tmp_path)["router_0"]["kernel"]
+  decay_only = np.linalg.norm(before) * cfg.lr * cfg.weight_decay * cfg.steps  # an upper bound
+  assert np.linalg.norm(np.asarray(after) - np.asarray(before)) > 100 * decay_only
+
+
 def test_iso_flops_trains_longer_by_the_flop_ratio():
   cfg = tiny(kind="mone", e_c=0.3, iso_flops=True)
   ratio = flops.gflops(cfg.model, "vit") / flops.gflops(cfg.model, "mone", 0.3)
