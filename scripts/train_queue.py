@@ -66,12 +66,13 @@ def main():
                                "--worker", str(k), "--max-runs", str(args.max_runs)]) for k in range(args.workers)]
     sys.exit(max(p.wait() for p in procs))
   if args.list:
-    finished = [json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))]
+    by_name = {p.name: json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))}
+    finished = list(by_name.values())
     left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
       state, estimate = status(cfg), plan.estimate_seconds(cfg, finished)
       if state == "done":
-        done.append(json.loads(experiments.run_path(cfg).read_text()))
+        done.append(by_name[experiments.run_path(cfg).name])
         when = plan.device_name(done[-1])  # where it trained
       else:
         left += estimate or 0.0
