@@ -16,11 +16,16 @@ worker's run resumes from its checkpoints as on a CPU.
   XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true \
       python3 scripts/train_queue.py --only digits64- --workers 8
 """
+import sys
+
+if __name__ == "__main__":  # first, before JAX starts: glibc reads its tunables only at start-up
+  from mone.train import hostmem
+  hostmem.reexec_with_tunables()
+
 import argparse
 import json
 import logging
 import subprocess
-import sys
 import time
 
 from mone.chapters import experiments, plan

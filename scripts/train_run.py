@@ -6,8 +6,13 @@
 The run file is named by the config's hash, so the chapters find it; its checkpoints go to
 .cache/workdirs/, so a killed run resumes when the same command is run again.
 """
-import logging
 import sys
+
+if __name__ == "__main__":  # first, before JAX starts: glibc reads its tunables only at start-up
+  from mone.train import hostmem
+  hostmem.reexec_with_tunables()
+
+import logging
 
 from mone.chapters import experiments
 from mone.train import recipes

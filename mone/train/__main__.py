@@ -1,4 +1,8 @@
 """The training command line: python -m mone.train --config NAME --workdir DIR [key=value ...]."""
+if __name__ == "__main__":  # first, before JAX starts: glibc reads its tunables only at start-up
+  from mone.train import hostmem
+  hostmem.reexec_with_tunables()
+
 import argparse
 import logging
 
