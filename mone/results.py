@@ -124,8 +124,18 @@ def provenance() -> dict:
                    "optax": optax.__version__, "numpy": numpy.__version__,
                    "python": platform.python_version()},
       "device": {"platform": dev.platform, "kind": dev.device_kind, "count": jax.device_count(),
-                 "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+                 "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                 "cores_used": usable_cores()},
   }
+
+
+def usable_cores() -> int | None:
+  """The cores this process may run on (its affinity, e.g. one under `train_queue.py --pin-cores`):
+  XLA:CPU sizes its thread pool by them, and the thread count changes a CPU run's last bits."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except (AttributeError, OSError):  # not Linux
+    return os.cpu_count()
 
 
 def peak_rss_mib() -> float:

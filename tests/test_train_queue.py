@@ -28,7 +28,8 @@ def test_a_worker_outside_the_workers_is_an_error(worker, workers):
 
 
 @pytest.mark.parametrize("flags, message", [(["--only", "no-such-run"], "no run's file name contains --only"),
-                                            (["--workers", "0"], "--workers must be >= 1, got 0")])
+                                            (["--workers", "0"], "--workers must be >= 1, got 0"),
+                                            (["--workers", "999", "--pin-cores"], "--pin-cores needs --workers in [1, ")])
 def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch, capsys):
   monkeypatch.setattr(sys, "argv", ["train_queue.py", *flags])
   with pytest.raises(SystemExit) as exit_info:
@@ -49,3 +50,18 @@ def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
                         "--workers", "2"], capture_output=True, text=True, timeout=300, env=env)
   assert out.returncode == 0, out.stderr
   assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker's share of none left
+
+
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity: Linux only")
+def test_a_pinned_worker_runs_on_its_core_alone():
+  core = max(os.sched_getaffinity(0))
+  # What the worker may use, and what its run files would record (`device.cores_used`).
+  show = [sys.executable, "-c", "import os; from mone import results; "
+          "print(sorted(os.sched_getaffinity(0)), results.provenance()['device']['cores_used'])"]
+  pinned = train_queue.start_worker(show, core, stdout=subprocess.PIPE, text=True)
+  free = train_queue.start_worker(show, None, stdout=subprocess.PIPE, text=True)
+  assert pinned.communicate(timeout=120)[0].strip() == f"[{core}] 1"
+  mine = sorted(os.sched_getaffinity(0))  # unpinned: every core this test may use
+  assert free.communicate(timeout=120)[0].strip() == f"{mine} {len(mine)}"

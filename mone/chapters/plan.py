@@ -139,11 +139,15 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
 
 
 def device_name(m: dict) -> str:
-  """Where a run file's run trained: the device kind, with the host's cores for a CPU
-  ('cpu, 2 cores', 'NVIDIA H200')."""
+  """Where a run file's run trained: the device kind, with the host's cores for a CPU, and how
+  many of them the run used where it was pinned to fewer ('cpu, 2 cores', 'cpu, 1 of 2 cores',
+  'NVIDIA H200')."""
   d = m.get("device") or {}
   kind = d.get("kind", "unrecorded device")
-  return f"{kind}, {d['cores']} cores" if kind == "cpu" and d.get("cores") else kind
+  if kind != "cpu" or not d.get("cores"):
+    return kind
+  used = d.get("cores_used") or d["cores"]
+  return f"cpu, {used} of {d['cores']} cores" if used < d["cores"] else f"cpu, {d['cores']} cores"
 
 
 def device_table(finished: list[dict]) -> str:
