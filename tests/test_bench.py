@@ -118,7 +118,9 @@ def test_video_rows_and_targets(tmp_path):
   # Targets are checked on the image workload only, for what was run (no train mode here).
   assert {(t["mode"], t["e_c"]) for t in out["targets"]} == {("forward", 0.3), ("forward", 1.0)}
   for t in out["targets"]:
-    assert t["workload"].startswith("ViT") and t["ok"] == (t["measured"] >= t["target"])
+    # ok also needs the target against the fastest full-width model (`strict`, check_targets): with
+    # one rep each, MoNE at e_c=1.0 can time faster than the dense row.
+    assert t["workload"].startswith("ViT") and t["ok"] == (min(t["measured"], t["strict"]) >= t["target"])
 
 
 def test_video_only_times_the_video_workload_alone(tmp_path):
