@@ -63,10 +63,15 @@ def test_figure_draws_validation_and_training_curves_of_every_run():
   runs = [run([0.5, 0.7, 0.8, 0.85], [0.5, 0.72, 0.85, 0.9], steps=4000),
           run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)]
   runs[1]["config"] = {**runs[1]["config"], "num_train": 100_000}
-  acc, loss = calibration.figure(runs).axes
-  assert [l.get_label() for l in acc.get_lines()] == [
-      "4000 steps, 50k images, wd 0.1: validation", "4000 steps, 50k images, wd 0.1: training images",
-      "4000 steps, 100k images, wd 0.1: validation", "4000 steps, 100k images, wd 0.1: training images"]
+  fig = calibration.figure(runs)
+  acc, loss = fig.axes
+  # Each run: validation (solid) and training images (dashed) in its colour, named once below.
+  assert [(l.get_color(), l.get_linestyle()) for l in acc.get_lines()] == [
+      ("C0", "-"), ("C0", "--"), ("C1", "-"), ("C1", "--")]
+  assert [t.get_text() for t in acc.get_legend().get_texts()] == ["validation", "training images"]
+  names = ["4000 steps, 50k images, wd 0.1", "4000 steps, 100k images, wd 0.1"]
+  assert [t.get_text() for t in fig.legends[0].get_texts()] == names
+  assert [l.get_color() for l in loss.get_lines()] == ["C0", "C1"]
   assert list(acc.get_lines()[1].get_ydata()) == [50, 72, 85, 90] and len(loss.get_lines()) == 2
   # the same setup at another seed: its own curve, both named by seed
   runs.append({**runs[1], "config": {**runs[1]["config"], "seed": 1}})

@@ -213,19 +213,24 @@ def learning_curves_figure(runs: dict, title: str = ""):
   (solid) and on the fixed training images (dashed) per step, and the training loss, so a reader
   sees whether each run has stopped improving and how far training runs ahead of validation."""
   import matplotlib.pyplot as plt
+  from matplotlib.lines import Line2D
   fig, (acc, loss) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"wspace": 0.25})
   for i, (label, m) in enumerate(runs.items()):
     curve, color = m["curve"], f"C{i}"
     step = [p["step"] for p in curve]
     if curve[0]["val_accuracy"] is not None:
-      acc.plot(step, [100 * p["val_accuracy"] for p in curve], "-o", ms=3, color=color, label=f"{label}: validation")
-    acc.plot(step, [100 * p["train_accuracy"] for p in curve], "--", color=color, label=f"{label}: training images")
+      acc.plot(step, [100 * p["val_accuracy"] for p in curve], "-o", ms=3, color=color)
+    acc.plot(step, [100 * p["train_accuracy"] for p in curve], "--", color=color)
     loss.plot(step, [p["train_loss"] for p in curve], "-", color=color, label=label)
   acc.set(xlabel="training step", ylabel="top-1 accuracy (%)", title="accuracy")
   loss.set(xlabel="training step", ylabel="training loss (mean since the previous point)", title="loss")
   for ax in (acc, loss):
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+  # Line styles in the accuracy panel, runs (colours) once below both: a legend per curve hid them.
+  acc.legend([Line2D([], [], color="0.3", ls="-", marker="o", ms=3), Line2D([], [], color="0.3", ls="--")],
+             ["validation", "training images"], fontsize=8, loc="lower right")
+  fig.legend(*loss.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+             ncol=2, fontsize=8, frameon=False)
   if title:
     fig.suptitle(title, y=1.02)
   return fig
