@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +63,10 @@ print(statistics.median(faults))
 def test_the_tunables_stop_the_page_faults_of_a_large_temporary():
   default = float(_run(_FAULTS, ""))
   tuned = float(_run(_FAULTS, hostmem.TUNABLES))
-  # glibc's defaults map the 96 MB (24,576 pages) afresh at every call; the tunables reuse it.
-  assert default > 20_000, default
+  # glibc's defaults map the 96 MB (24,576 pages) afresh at every call; the tunables reuse it. A
+  # kernel with transparent huge pages always on faults in 2 MB pages, so the default's count is
+  # only checked where they are not (here: "madvise").
+  thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+  if not (thp.exists() and "[always]" in thp.read_text()):
+    assert default > 20_000, default
   assert tuned < 1_000, tuned

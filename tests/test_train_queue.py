@@ -52,8 +52,6 @@ def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
   assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker's share of none left
 
 
-
-
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity: Linux only")
 def test_a_pinned_worker_runs_on_its_core_alone():
   core = max(os.sched_getaffinity(0))
