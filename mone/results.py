@@ -129,6 +129,18 @@ def provenance() -> dict:
   }
 
 
+def device_name(m: dict) -> str:
+  """Where a run file's run trained (its `provenance`): the device kind, with the host's cores for a CPU, and how
+  many of them the run used where it was pinned to fewer ('cpu, 2 cores', 'cpu, 1 of 2 cores',
+  'NVIDIA H200')."""
+  d = m.get("device") or {}
+  kind = d.get("kind", "unrecorded device")
+  if kind != "cpu" or not d.get("cores"):
+    return kind
+  used = d.get("cores_used") or d["cores"]
+  return f"cpu, {used} of {d['cores']} cores" if used < d["cores"] else f"cpu, {d['cores']} cores"
+
+
 def usable_cores() -> int | None:
   """The cores this process may run on (its affinity, e.g. one under `train_queue.py --pin-cores`):
   XLA:CPU sizes its thread pool by them, and the thread count changes a CPU run's last bits."""

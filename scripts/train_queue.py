@@ -38,6 +38,7 @@ import os
 import subprocess
 import time
 
+from mone import results
 from mone.chapters import experiments, plan
 
 
@@ -103,7 +104,7 @@ def main():
       state, estimate = status(cfg), plan.estimate_seconds(cfg, finished)
       if state == "done":
         done.append(by_name[experiments.run_path(cfg).name])
-        when = plan.device_name(done[-1])  # where it trained
+        when = results.device_name(done[-1])  # where it trained
       else:
         left += estimate or 0.0
         unknown += estimate is None

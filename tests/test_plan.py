@@ -127,10 +127,10 @@ def test_device_table_counts_runs_hours_and_jax_versions_per_device():
   gpu = {"device": {"kind": "NVIDIA H200", "platform": "gpu", "cores": 16}, "versions": {"jax": "0.11.2"}}
   finished = [{**cpu, "wall_time_s": 5400.0}, {**cpu, "wall_time_s": 1800.0},
               {**gpu, "wall_time_s": 60.0}, {**gpu, "wall_time_s": 120.0, "versions": {"jax": "0.11.3"}}, {**gpu, "wall_time_s": 0.0}]
-  assert [plan.device_name(m) for m in (cpu, gpu, {})] == ["cpu, 2 cores", "NVIDIA H200", "unrecorded device"]
+  assert [results.device_name(m) for m in (cpu, gpu, {})] == ["cpu, 2 cores", "NVIDIA H200", "unrecorded device"]
   pinned = {"device": {**cpu["device"], "cores_used": 1}}
-  assert plan.device_name(pinned) == "cpu, 1 of 2 cores"  # a --pin-cores worker's run
-  assert plan.device_name({"device": {**cpu["device"], "cores_used": 2}}) == "cpu, 2 cores"
+  assert results.device_name(pinned) == "cpu, 1 of 2 cores"  # a --pin-cores worker's run
+  assert results.device_name({"device": {**cpu["device"], "cores_used": 2}}) == "cpu, 2 cores"
   rows = plan.device_table(finished).splitlines()
   assert rows[2:] == ["| NVIDIA H200 | 3 | 0.1 | 0.11.2, 0.11.3 |", "| cpu, 2 cores | 2 | 2.0 | 0.10.2 |"]
   assert plan.device_table([]) == "No run has finished yet.\n"

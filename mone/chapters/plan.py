@@ -12,7 +12,7 @@ single-seed studies come last, the costliest (isoFLOPs) at the very end.
 The configs are those the chapters will ask for once `experiments.image_config('small')`
 starts from `recipes.digits64` (a test checks that they stay the same).
 """
-from mone import capacity
+from mone import capacity, results
 from mone.chapters import experiments
 from mone.train import recipes
 
@@ -128,7 +128,6 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
   underestimated: it spends more time per FLOP (narrower matmuls)."""
   import dataclasses
 
-  from mone import results
   from mone.train import steps
   timed_from = lambda m: m.get("timed_from_step", m.get("resumed_from_step", 0))
   timed = [m for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
@@ -138,27 +137,15 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
   return min(rates) * steps.train_gflops(cfg) if rates else None
 
 
-def device_name(m: dict) -> str:
-  """Where a run file's run trained: the device kind, with the host's cores for a CPU, and how
-  many of them the run used where it was pinned to fewer ('cpu, 2 cores', 'cpu, 1 of 2 cores',
-  'NVIDIA H200')."""
-  d = m.get("device") or {}
-  kind = d.get("kind", "unrecorded device")
-  if kind != "cpu" or not d.get("cores"):
-    return kind
-  used = d.get("cores_used") or d["cores"]
-  return f"cpu, {used} of {d['cores']} cores" if used < d["cores"] else f"cpu, {d['cores']} cores"
-
-
 def device_table(finished: list[dict]) -> str:
-  """A Markdown table of where the finished runs were trained (`device_name`): per device, the
+  """A Markdown table of where the finished runs were trained (`results.device_name`): per device, the
   number of runs, their wall time in hours (as recorded: runs resumed by older code count their
   last part only) and the JAX versions, so a reader sees which comparisons cross devices."""
   if not finished:
     return "No run has finished yet.\n"
   rows = {}
   for m in finished:
-    r = rows.setdefault(device_name(m), {"runs": 0, "seconds": 0.0, "jax": set()})
+    r = rows.setdefault(results.device_name(m), {"runs": 0, "seconds": 0.0, "jax": set()})
     r["runs"] += 1
     r["seconds"] += m.get("wall_time_s") or 0.0
     r["jax"].add(m.get("versions", {}).get("jax", "?"))
