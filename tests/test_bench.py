@@ -13,12 +13,14 @@ KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75
         "speedup", "flop_ratio", "efficiency", "gflops", "chunk", "load_1m", "note"}
 
 
-def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path):
+def test_bench_writes_rows_with_analytic_flop_ratios(tmp_path, monkeypatch):
+  monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1")
   path = tmp_path / "bench.json"
   cli.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--mode", "forward", "train",
               "--reps", "1", "--chunk", "1", "--json", str(path)])
   out = results.read_json(path)
   assert {"cpu_model", "cores", "jax", "load_avg", "date", "code"} <= set(out["machine"])
+  assert out["machine"]["glibc_tunables"] == "glibc.malloc.arena_max=1"  # the heap settings it ran with
   assert "dense" in out["baseline"]
   rows = out["rows"]
   for mode in ("forward", "train"):

@@ -39,6 +39,18 @@ def test_reexec_restarts_once_with_the_tunables_and_respects_a_set_value():
   assert _run(code, "glibc.malloc.arena_max=2").split("\n") == ["start", "value 'glibc.malloc.arena_max=2'", ""]
 
 
+
+@linux
+def test_the_benchmark_command_runs_with_the_tunables_and_records_them(tmp_path):
+  # `python -m mone.bench` times the models as the training commands run them: with the heap settings.
+  env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+  path = tmp_path / "bench.json"
+  out = subprocess.run([sys.executable, "-m", "mone.bench", "--variant", "tiny/8", "--batch", "2", "--e-c", "0.3",
+                        "--mode", "forward", "--reps", "1", "--no-matvit", "--no-masked", "--json", str(path)],
+                       env=env, capture_output=True, text=True, timeout=300, cwd=results.REPO)
+  assert out.returncode == 0, out.stderr
+  assert results.read_json(path)["machine"]["glibc_tunables"] == hostmem.TUNABLES
+
 # A jitted program whose temporary (sin(x), 96 MB) is larger than any glibc mmap threshold and than
 # a thread arena's heap: the shape of a digits64 training step's temporaries. Prints the median of
 # the page faults of 10 calls after 10. (With the tunables the heap grows by about one block a call

@@ -24,6 +24,9 @@ def machine() -> dict:
   return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__, "code": code_version(),
           "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}",
           "xla_flags": os.environ.get("XLA_FLAGS", ""),
+          # glibc's heap settings (mone.train.hostmem) change a CPU step's time, both arms alike;
+          # None: unset, glibc's defaults (every committed CPU file before 2026-11-26).
+          "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
           "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
 
 

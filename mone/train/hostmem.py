@@ -17,10 +17,11 @@ tests/test_hostmem.py counts the page faults.
 The price is resident memory: the heap keeps its high-water mark (the training queue's process held
 3.8 GB instead of 2.8 GB), which glibc would otherwise hand back to the system.
 
-glibc reads GLIBC_TUNABLES only when a program starts, so the training commands restart
-themselves with it (`reexec_with_tunables`); the Makefile exports the same value for the
-notebooks and tests. A GLIBC_TUNABLES already set, even empty, is left alone: `GLIBC_TUNABLES=`
-keeps glibc's defaults. Other C libraries ignore the variable.
+glibc reads GLIBC_TUNABLES only when a program starts, so the training commands (and `python -m
+mone.bench`, which times the models as they train) restart themselves with it
+(`reexec_with_tunables`); the Makefile exports the same value for the notebooks and tests. A
+GLIBC_TUNABLES already set, even empty, is left alone: `GLIBC_TUNABLES=` keeps glibc's defaults.
+Other C libraries ignore the variable.
 """
 import os
 import sys
