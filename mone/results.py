@@ -130,9 +130,9 @@ def provenance() -> dict:
 
 
 def device_name(m: dict) -> str:
-  """Where a run file's run trained (its `provenance`): the device kind, with the host's cores for a CPU, and how
-  many of them the run used where it was pinned to fewer ('cpu, 2 cores', 'cpu, 1 of 2 cores',
-  'NVIDIA H200')."""
+  """Where a run file's run trained (its `provenance`): the device kind, with the host's cores for
+  a CPU, and how many of them the run used where it was pinned to fewer ('cpu, 2 cores',
+  'cpu, 1 of 2 cores', 'NVIDIA H200')."""
   d = m.get("device") or {}
   kind = d.get("kind", "unrecorded device")
   if kind != "cpu" or not d.get("cores"):

@@ -14,11 +14,14 @@ from mone.train import hostmem
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc tunables: Linux only")
 
 
-def _run(code: str, tunables: str | None) -> str:
+def _run(code: str, tunables: str | None, args: tuple = ()) -> str:
+  """Runs python -c code (or, with args and no code, python *args) in the repository, with
+  GLIBC_TUNABLES unset (None) or set to tunables; returns its stdout."""
   env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
   if tunables is not None:
     env["GLIBC_TUNABLES"] = tunables
-  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+  argv = [sys.executable, *(args or ("-c", code))]
+  out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=results.REPO)
   assert out.returncode == 0, out.stderr
   return out.stdout
 
@@ -39,17 +42,14 @@ def test_reexec_restarts_once_with_the_tunables_and_respects_a_set_value():
   assert _run(code, "glibc.malloc.arena_max=2").split("\n") == ["start", "value 'glibc.malloc.arena_max=2'", ""]
 
 
-
 @linux
 def test_the_benchmark_command_runs_with_the_tunables_and_records_them(tmp_path):
   # `python -m mone.bench` times the models as the training commands run them: with the heap settings.
-  env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
   path = tmp_path / "bench.json"
-  out = subprocess.run([sys.executable, "-m", "mone.bench", "--variant", "tiny/8", "--batch", "2", "--e-c", "0.3",
-                        "--mode", "forward", "--reps", "1", "--no-matvit", "--no-masked", "--json", str(path)],
-                       env=env, capture_output=True, text=True, timeout=300, cwd=results.REPO)
-  assert out.returncode == 0, out.stderr
+  _run("", None, ("-m", "mone.bench", "--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "--mode", "forward",
+                  "--reps", "1", "--no-matvit", "--no-masked", "--json", str(path)))
   assert results.read_json(path)["machine"]["glibc_tunables"] == hostmem.TUNABLES
+
 
 # A jitted program whose temporary (sin(x), 96 MB) is larger than any glibc mmap threshold and than
 # a thread arena's heap: the shape of a digits64 training step's temporaries. Prints the median of

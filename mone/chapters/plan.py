@@ -138,9 +138,10 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
 
 
 def device_table(finished: list[dict]) -> str:
-  """A Markdown table of where the finished runs were trained (`results.device_name`): per device, the
-  number of runs, their wall time in hours (as recorded: runs resumed by older code count their
-  last part only) and the JAX versions, so a reader sees which comparisons cross devices."""
+  """A Markdown table of where the finished runs were trained (`results.device_name`): per
+  device, the number of runs, their wall time in hours (as recorded: runs resumed by older code
+  count their last part only) and the JAX versions, so a reader sees which comparisons cross
+  devices."""
   if not finished:
     return "No run has finished yet.\n"
   rows = {}
