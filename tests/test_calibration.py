@@ -41,20 +41,36 @@ def test_check_refuses_runs_it_cannot_judge():
     calibration.check(run([0.5], [0.5], steps=1000))
 
 
-def test_discrimination_compares_the_quarter_width_sub_model_with_the_dense_run():
-  dense = {"name": "moving_temporal", "kind": "vit", "accuracy": 0.90}
-  evals = [{"width_index": i, "accuracy": a} for i, a in enumerate((0.70, 0.86, 0.88, 0.89))]
-  matvit = {"name": "moving_temporal", "kind": "matvit", "evals": evals}
-  d = calibration.discrimination(dense, matvit)
-  assert d["sub_model"] == 0.86 and d["full_width"] == 0.89 and d["gap"] == pytest.approx(0.04)
-  assert not d["discriminates"]
-  assert calibration.discrimination(dense, matvit, width_index=0)["discriminates"]
+def val_record(run, accuracies):
+  """scripts/temporal_errors.py's validation record of a run, by width."""
+  return {"run": run, "split": "val", "rows": [{"width_index": i, "e_c": None, "error_pct": round(100 * (1 - a), 4)}
+                                               for i, a in enumerate(accuracies)]}
+
+
+def test_discrimination_decides_on_validation_and_reports_test_beside_it():
+  dense = {"name": "moving_temporal", "kind": "vit", "accuracy": 0.90, "train_steps": 3000, "config_hash": "d",
+           "curve": [{"step": 3000, "val_accuracy": 0.92}]}
+  evals = [{"width_index": i, "accuracy": a} for i, a in enumerate((0.70, 0.84, 0.88, 0.89))]
+  matvit = {"name": "moving_temporal", "kind": "matvit", "evals": evals, "config_hash": "m"}
+  val = val_record("moving_temporal-matvit-m", (0.75, 0.88, 0.90, 0.91))
+  d = calibration.discrimination(dense, matvit, val)
+  # test: 6 points below dense, validation: 4; validation decides
+  assert d["dense"] == 0.92 and d["sub_model"] == pytest.approx(0.88) and d["gap"] == pytest.approx(0.04)
+  assert d["test"]["gap"] == pytest.approx(0.06) and not d["discriminates"]
+  assert d["by_width"] == pytest.approx([0.75, 0.88, 0.90, 0.91])
+  assert calibration.discrimination(dense, matvit, val, width_index=0)["discriminates"]
   with pytest.raises(ValueError, match="width_index must be one of"):
-    calibration.discrimination(dense, matvit, width_index=4)
+    calibration.discrimination(dense, matvit, val, width_index=4)
   with pytest.raises(ValueError, match="different tasks"):
-    calibration.discrimination({**dense, "name": "moving_appearance"}, matvit)
+    calibration.discrimination({**dense, "name": "moving_appearance"}, matvit, val)
   with pytest.raises(ValueError, match="kinds"):
-    calibration.discrimination(matvit, dense)
+    calibration.discrimination(matvit, dense, val)
+  with pytest.raises(ValueError, match="validation record of run 'moving_temporal-matvit-m'"):
+    calibration.discrimination(dense, matvit, {**val, "run": "moving_temporal-matvit-x"})
+  with pytest.raises(ValueError, match="on split 'test'"):
+    calibration.discrimination(dense, matvit, {**val, "split": "test"})
+  with pytest.raises(ValueError, match="no validation point at its last step 3000"):
+    calibration.discrimination({**dense, "curve": [{"step": 2500, "val_accuracy": 0.9}]}, matvit, val)
 
 
 def test_figure_draws_validation_and_training_curves_of_every_run():
@@ -85,17 +101,28 @@ def test_discrimination_table_pairs_dense_and_matvit_runs_of_the_same_setup_only
   cfg = {"name": "moving_temporal", "dataset": "moving_digits", "seed": 0, "num_train": 40_000, "weight_decay": 1e-4,
          "lr": 1e-3, "steps": 3000, "e_c": 0.4, "eval_e_c": [], "log_every": 25}
   evals = [{"width_index": i, "accuracy": a} for i, a in enumerate((0.80, 0.85, 0.90, 0.92))]
-  def make(kind, h, **over):
+  def make(kind, h, val=0.93, **over):
     m = {"name": "moving_temporal", "kind": kind, "accuracy": 0.93, "train_steps": 3000, "config_hash": h,
-         "config": {**cfg, "kind": kind, **over}}
+         "config": {**cfg, "kind": kind, **over}, "curve": [{"step": 3000, "val_accuracy": val}]}
     return {**m, "evals": evals} if kind == "matvit" else m
   clean = make("vit", "d0")   # no video_noise field: a run file from before it, noise 0
   noisy = make("vit", "d1", video_noise=0.15)
   runs = [clean, noisy, make("matvit", "m0", video_noise=0.0, log_every=50), make("matvit", "m1", video_noise=0.15),
           make("matvit", "m2", video_noise=0.15, seed=1)]
   assert [(d["config_hash"], m["config_hash"]) for d, m in calibration.pairs(runs)] == [("d0", "m0"), ("d1", "m1")]
-  text = calibration.discrimination_table(runs)
-  assert "| 3000 steps, 40k clips, wd 0.0001, noise 0.15, seed 0 | 93.0 (d1) | 80.0 / 85.0 / 90.0 / 92.0 (m1) | 8.0 points | discriminates |" in text
-  assert "40k clips, wd 0.0001, seed 0 | 93.0 (d0)" in text and text.count("discriminates |") == 2
+  records = {"moving_temporal-matvit-m1": val_record("moving_temporal-matvit-m1", (0.82, 0.86, 0.90, 0.92))}
+  text = calibration.discrimination_table(runs, records)
+  assert ("| 3000 steps, 40k clips, wd 0.0001, noise 0.15, seed 0 | 93.0 (d1) | 82.0 / 86.0 / 90.0 / 92.0 (m1) "
+          "| 7.0 (8.0) points | discriminates |") in text
+  # a pair without a validation record is listed, undecided
+  assert "40k clips, wd 0.0001, seed 0 | (d0) | (m0) | - | no validation record: scripts/temporal_errors.py |" in text
+  assert text.count("discriminates |") == 1 and "mean of" not in text
+  # a second seed of the noisy setup: its own row, and the verdict of the mean over both seeds
+  runs.append(make("vit", "d2", val=0.90, video_noise=0.15, seed=1))
+  records["moving_temporal-matvit-m2"] = val_record("moving_temporal-matvit-m2", (0.82, 0.88, 0.90, 0.92))
+  text = calibration.discrimination_table(runs, records)
+  assert "noise 0.15, seed 1 | 90.0 (d2) | 82.0 / 88.0 / 90.0 / 92.0 (m2) | 2.0 (8.0) points | does not discriminate |" in text
+  assert ("| 3000 steps, 40k clips, wd 0.0001, noise 0.15, mean of 2 seeds | 91.5 | 82.0 / 87.0 / 90.0 / 92.0 "
+          "| 4.5 (8.0) points | does not discriminate |") in text
   assert "| noise |" in calibration.table([{**run([0.5, 0.6, 0.7, 0.7], [0.5, 0.6, 0.7, 0.7], steps=4000),
                                              "config": {**cfg, "video_noise": 0.15}}])

@@ -7,12 +7,14 @@ its accuracy on training images is at most MEMORISATION_GAP above its validation
 (it generalises rather than memorises).
 
 A task discriminates between widths when the quarter-width sub-model of a MatViT (MatViViT)
-run scores at least SUBMODEL_GAP below the dense model (`discrimination`): if every width scores
-alike, the task cannot show what routing tokens to narrow experts costs or saves.
+run scores at least SUBMODEL_GAP below the dense model on the validation split
+(`discrimination`): if every width scores alike, the task cannot show what routing tokens to
+narrow experts costs or saves. Validation, because choosing the task is calibration: the test
+split reports the chapters' results and must not choose what they are measured on.
 """
 PLATEAU_GAIN = 0.015       # validation accuracy gained over the last quarter of steps
 MEMORISATION_GAP = 0.10    # final training accuracy minus final validation accuracy
-SUBMODEL_GAP = 0.05        # dense test accuracy minus the D/4 sub-model's, for a task that discriminates
+SUBMODEL_GAP = 0.05        # dense validation accuracy minus the D/4 sub-model's, for a task that discriminates
 # Accuracies are counts over a few thousand examples, so a difference that meets a threshold
 # exactly (0.721 - 0.706: 30 of 2,000 clips, 1.5 points) can land an ulp beyond it in floats.
 ROUNDING = 1e-9
@@ -41,22 +43,37 @@ def check(metrics: dict) -> dict:
           "plateau": gain <= PLATEAU_GAIN + ROUNDING, "not_memorised": gap <= MEMORISATION_GAP + ROUNDING}
 
 
-def discrimination(dense: dict, matvit: dict, width_index: int = 1) -> dict:
-  """Test accuracy of the dense run and of the MatViT run's sub-model `width_index` (1: D/4 of
-  four nested widths), both of one task, and whether their gap is at least SUBMODEL_GAP."""
+def discrimination(dense: dict, matvit: dict, val: dict, width_index: int = 1) -> dict:
+  """Whether a task discriminates between widths, on the validation split: the dense run's final
+  validation accuracy (its curve's last point) against the MatViT run's sub-model `width_index`
+  (1: D/4 of four nested widths) on the same clips, read from `val`, the MatViT run's validation
+  record by width (`scripts/temporal_errors.py` writes it: results/calibration/<run>-errors.json;
+  run files keep only the full width's validation curve). The test accuracies and their gap
+  are returned beside them, for reference only."""
   if dense.get("kind") != "vit" or matvit.get("kind") != "matvit":
     raise ValueError(f"discrimination compares a dense (vit) run with a matvit run; got kinds "
                      f"{dense.get('kind')!r} and {matvit.get('kind')!r}")
   if dense["name"] != matvit["name"]:
     raise ValueError(f"the runs are of different tasks: {dense['name']!r} and {matvit['name']!r}")
+  run = f"{matvit['name']}-matvit-{matvit['config_hash']}"
+  if val.get("run") != run or val.get("split") != "val":
+    raise ValueError(f"val must be the validation record of run {run!r} (scripts/temporal_errors.py), "
+                     f"got run {val.get('run')!r} on split {val.get('split')!r}")
+  curve = dense.get("curve") or [{}]
+  if curve[-1].get("step") != dense["train_steps"] or curve[-1].get("val_accuracy") is None:
+    raise ValueError(f"the dense run {dense.get('config_hash')!r} has no validation point at its last step "
+                     f"{dense['train_steps']}")
   sub = [e for e in matvit["evals"] if e.get("width_index") == width_index]
-  if not sub:
+  sub_val = [r for r in val["rows"] if r.get("width_index") == width_index]
+  if not sub or not sub_val:
     widths = sorted(e.get("width_index") for e in matvit["evals"])
     raise ValueError(f"width_index must be one of the MatViT run's evaluated widths {widths}, got {width_index}")
-  gap = dense["accuracy"] - sub[0]["accuracy"]
-  return {"dense": dense["accuracy"], "sub_model": sub[0]["accuracy"], "width_index": width_index,
-          "full_width": max(matvit["evals"], key=lambda e: e["width_index"])["accuracy"],
-          "gap": gap, "discriminates": gap >= SUBMODEL_GAP - ROUNDING}
+  dense_val, sub_model = curve[-1]["val_accuracy"], 1 - sub_val[0]["error_pct"] / 100
+  gap = dense_val - sub_model
+  return {"dense": dense_val, "sub_model": sub_model, "width_index": width_index,
+          "by_width": [1 - r["error_pct"] / 100 for r in sorted(val["rows"], key=lambda r: r["width_index"])],
+          "gap": gap, "discriminates": gap >= SUBMODEL_GAP - ROUNDING,
+          "test": {"dense": dense["accuracy"], "sub_model": sub[0]["accuracy"], "gap": dense["accuracy"] - sub[0]["accuracy"]}}
 
 
 def table(runs: list[dict]) -> str:
@@ -104,18 +121,35 @@ def pairs(runs: list[dict]) -> list[tuple[dict, dict]]:
   return [(d, m) for d in dense for m in runs if m["kind"] == "matvit" and setup(m) == setup(d)]
 
 
-def discrimination_table(runs: list[dict]) -> str:
-  """A Markdown table of every (dense, MatViT) pair among runs (`pairs`): test accuracy of the
-  dense run and of each nested width, and the D/4 sub-model's gap (`discrimination`)."""
-  head = ("| setup | dense (run) | MatViT (run): D/8 / D/4 / D/2 / D | D/4 below dense | verdict |\n"
-          "|---|---|---|---|---|\n")
-  rows = []
+def discrimination_table(runs: list[dict], records: dict) -> str:
+  """A Markdown table of every (dense, MatViT) pair among runs (`pairs`): validation accuracy of
+  the dense run and of each nested width, the D/4 sub-model's gap and the verdict
+  (`discrimination`), with the test gap beside it. records: validation records by run
+  (results/calibration/<run>-errors.json, keyed by their 'run'); a pair without one says so."""
+  head = ("| setup | dense: validation (run) | MatViT validation: D/8 / D/4 / D/2 / D (run) "
+          "| D/4 below dense: validation (test) | verdict |\n|---|---|---|---|---|\n")
+  rows, gaps = [], {}  # gaps: the validation results of each setup's seeds, for their mean
   for dense, matvit in pairs(runs):
-    d = discrimination(dense, matvit)
-    widths = " / ".join(f"{100 * e['accuracy']:.1f}" for e in sorted(matvit["evals"], key=lambda e: e["width_index"]))
-    rows.append(f"| {label(dense)}, seed {dense['config']['seed']} | {100 * d['dense']:.1f} ({dense['config_hash']}) "
-                f"| {widths} ({matvit['config_hash']}) | {100 * d['gap']:.1f} points "
+    setup = f"| {label(dense)}, seed {dense['config']['seed']} "
+    run = f"{matvit['name']}-matvit-{matvit['config_hash']}"
+    if run not in records:
+      rows.append(f"{setup}| ({dense['config_hash']}) | ({matvit['config_hash']}) | - "
+                  f"| no validation record: scripts/temporal_errors.py |")
+      continue
+    d = discrimination(dense, matvit, records[run])
+    widths = " / ".join(f"{100 * a:.1f}" for a in d["by_width"])
+    rows.append(f"{setup}| {100 * d['dense']:.1f} ({dense['config_hash']}) | {widths} ({matvit['config_hash']}) "
+                f"| {100 * d['gap']:.1f} ({100 * d['test']['gap']:.1f}) points "
                 f"| {'discriminates' if d['discriminates'] else 'does not discriminate'} |")
+    gaps.setdefault(label(dense), []).append(d)
+  for name, ds in gaps.items():  # a task is judged by its mean over seeds, where it has several
+    if len(ds) > 1:
+      mean = lambda f: sum(f(d) for d in ds) / len(ds)
+      widths = " / ".join(f"{100 * mean(lambda d: d['by_width'][j]):.1f}" for j in range(len(ds[0]["by_width"])))
+      gap = mean(lambda d: d["gap"])
+      rows.append(f"| {name}, mean of {len(ds)} seeds | {100 * mean(lambda d: d['dense']):.1f} | {widths} "
+                  f"| {100 * gap:.1f} ({100 * mean(lambda d: d['test']['gap']):.1f}) points "
+                  f"| {'discriminates' if gap >= SUBMODEL_GAP - ROUNDING else 'does not discriminate'} |")
   return head + "\n".join(rows) + "\n"
 
 
@@ -149,7 +183,9 @@ def main(argv=None):
   print(table(runs))
   matvit = [json.loads(p.read_text()) for p in sorted((results.results_root() / "runs").glob(f"{args.name}-matvit-*.json"))]
   if args.kind == "vit" and pairs(runs + matvit):
-    print(discrimination_table(runs + matvit))
+    records = {r["run"]: r for r in (json.loads(p.read_text())
+                                     for p in sorted((results.results_root() / "calibration").glob("*-errors.json")))}
+    print(discrimination_table(runs + matvit, records))
   if args.figure:
     from mone.chapters import experiments
     fig = figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
