@@ -71,6 +71,13 @@ def test_discrimination_decides_on_validation_and_reports_test_beside_it():
     calibration.discrimination(dense, matvit, {**val, "split": "test"})
   with pytest.raises(ValueError, match="no validation point at its last step 3000"):
     calibration.discrimination({**dense, "curve": [{"step": 2500, "val_accuracy": 0.9}]}, matvit, val)
+  with pytest.raises(ValueError, match="has no val_evals"):
+    calibration.discrimination(dense, matvit)
+  # A run file with val_evals (the loop writes them) needs no record, and ignores one
+  newer = {**matvit, "val_evals": [{"width_index": i, "accuracy": a} for i, a in enumerate((0.8, 0.86, 0.9, 0.91))]}
+  d = calibration.discrimination(dense, newer)
+  assert d["gap"] == pytest.approx(0.06) and d["discriminates"] and d["by_width"] == [0.8, 0.86, 0.9, 0.91]
+  assert calibration.discrimination(dense, newer, val) == d
 
 
 def test_figure_draws_validation_and_training_curves_of_every_run():

@@ -352,6 +352,9 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
                                                           src)["accuracy"]
   lines = [json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
   assert [l["step"] for l in lines if "val_accuracy" in l] == [2, 4, 6]
+  # The final evaluations are repeated on the validation split: the same points as on test
+  assert [(e["e_c"], e["width_index"]) for e in m["val_evals"]] == [(e["e_c"], e["width_index"]) for e in m["evals"]]
+  assert m["val_evals"][0]["accuracy"] == curve[-1]["val_accuracy"] and m["val_evals"][0]["num_examples"] == 32
   # Killed after step 3's checkpoint: the resumed run's curve is the uninterrupted one.
   import shutil
   shutil.rmtree(tmp_path / "run" / "checkpoints" / "6")
@@ -363,7 +366,7 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   assert again["timed_from_step"] == 0 and again["wall_time_s"] > time.time() - began + 0.1
   # Without a validation split the curve still tracks training; without eval_every there is none.
   no_val = loop.train(tiny(kind="vit", eval_every=3), tmp_path / "no_val", progress=False)
-  assert [p["val_accuracy"] for p in no_val["curve"]] == [None, None]
+  assert [p["val_accuracy"] for p in no_val["curve"]] == [None, None] and "val_evals" not in no_val
   assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
 
 

@@ -43,36 +43,42 @@ def check(metrics: dict) -> dict:
           "plateau": gain <= PLATEAU_GAIN + ROUNDING, "not_memorised": gap <= MEMORISATION_GAP + ROUNDING}
 
 
-def discrimination(dense: dict, matvit: dict, val: dict, width_index: int = 1) -> dict:
+def discrimination(dense: dict, matvit: dict, val: dict | None = None, width_index: int = 1) -> dict:
   """Whether a task discriminates between widths, on the validation split: the dense run's final
   validation accuracy (its curve's last point) against the MatViT run's sub-model `width_index`
-  (1: D/4 of four nested widths) on the same clips, read from `val`, the MatViT run's validation
-  record by width (`scripts/temporal_errors.py` writes it: results/calibration/<run>-errors.json;
-  run files keep only the full width's validation curve). The test accuracies and their gap
-  are returned beside them, for reference only."""
+  (1: D/4 of four nested widths) on the same clips. Those come from the run's `val_evals`, or for
+  a run file from before them, from `val`: its validation record by width
+  (`scripts/temporal_errors.py` writes it: results/calibration/<run>-errors.json). The test
+  accuracies and their gap are returned beside them, for reference only."""
   if dense.get("kind") != "vit" or matvit.get("kind") != "matvit":
     raise ValueError(f"discrimination compares a dense (vit) run with a matvit run; got kinds "
                      f"{dense.get('kind')!r} and {matvit.get('kind')!r}")
   if dense["name"] != matvit["name"]:
     raise ValueError(f"the runs are of different tasks: {dense['name']!r} and {matvit['name']!r}")
   run = f"{matvit['name']}-matvit-{matvit['config_hash']}"
-  if val.get("run") != run or val.get("split") != "val":
+  if "val_evals" in matvit:
+    by_width = {e["width_index"]: e["accuracy"] for e in matvit["val_evals"]}
+  elif val is None:
+    raise ValueError(f"run {run!r} has no val_evals (it predates them): pass val, its validation record "
+                     "(scripts/temporal_errors.py)")
+  elif val.get("run") != run or val.get("split") != "val":
     raise ValueError(f"val must be the validation record of run {run!r} (scripts/temporal_errors.py), "
                      f"got run {val.get('run')!r} on split {val.get('split')!r}")
+  else:
+    by_width = {r["width_index"]: 1 - r["error_pct"] / 100 for r in val["rows"]}
   curve = dense.get("curve") or [{}]
   if curve[-1].get("step") != dense["train_steps"] or curve[-1].get("val_accuracy") is None:
     raise ValueError(f"the dense run {dense.get('config_hash')!r} has no validation point at its last step "
                      f"{dense['train_steps']}")
   sub = [e for e in matvit["evals"] if e.get("width_index") == width_index]
-  sub_val = [r for r in val["rows"] if r.get("width_index") == width_index]
-  if not sub or not sub_val:
+  if not sub or width_index not in by_width:
     widths = sorted(e.get("width_index") for e in matvit["evals"])
     raise ValueError(f"width_index must be one of the MatViT run's evaluated widths {widths}, got {width_index}")
-  dense_val, sub_model = curve[-1]["val_accuracy"], 1 - sub_val[0]["error_pct"] / 100
+  dense_val, sub_model = curve[-1]["val_accuracy"], by_width[width_index]
   gap = dense_val - sub_model
   return {"dense": dense_val, "sub_model": sub_model, "width_index": width_index,
-          "by_width": [1 - r["error_pct"] / 100 for r in sorted(val["rows"], key=lambda r: r["width_index"])],
-          "gap": gap, "discriminates": gap >= SUBMODEL_GAP - ROUNDING,
+          "by_width": [by_width[j] for j in sorted(by_width)], "gap": gap,
+          "discriminates": gap >= SUBMODEL_GAP - ROUNDING,
           "test": {"dense": dense["accuracy"], "sub_model": sub[0]["accuracy"], "gap": dense["accuracy"] - sub[0]["accuracy"]}}
 
 
@@ -125,18 +131,19 @@ def discrimination_table(runs: list[dict], records: dict) -> str:
   """A Markdown table of every (dense, MatViT) pair among runs (`pairs`): validation accuracy of
   the dense run and of each nested width, the D/4 sub-model's gap and the verdict
   (`discrimination`), with the test gap beside it. records: validation records by run
-  (results/calibration/<run>-errors.json, keyed by their 'run'); a pair without one says so."""
+  (results/calibration/<run>-errors.json, keyed by their 'run') for MatViT runs from before
+  `val_evals`; a pair with neither says so."""
   head = ("| setup | dense: validation (run) | MatViT validation: D/8 / D/4 / D/2 / D (run) "
           "| D/4 below dense: validation (test) | verdict |\n|---|---|---|---|---|\n")
   rows, gaps = [], {}  # gaps: the validation results of each setup's seeds, for their mean
   for dense, matvit in pairs(runs):
     setup = f"| {label(dense)}, seed {dense['config']['seed']} "
     run = f"{matvit['name']}-matvit-{matvit['config_hash']}"
-    if run not in records:
+    if run not in records and "val_evals" not in matvit:
       rows.append(f"{setup}| ({dense['config_hash']}) | ({matvit['config_hash']}) | - "
                   f"| no validation record: scripts/temporal_errors.py |")
       continue
-    d = discrimination(dense, matvit, records[run])
+    d = discrimination(dense, matvit, records.get(run))
     widths = " / ".join(f"{100 * a:.1f}" for a in d["by_width"])
     rows.append(f"{setup}| {100 * d['dense']:.1f} ({dense['config_hash']}) | {widths} ({matvit['config_hash']}) "
                 f"| {100 * d['gap']:.1f} ({100 * d['test']['gap']:.1f}) points "

@@ -109,10 +109,17 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   evals = [evaluation.evaluate(cfg, model, state["params"], test_src, e_c=e, width_index=w, mesh=mesh,
                                step_fn=eval_step)
            for e, w in evaluation.eval_points(cfg)]
+  # The same points on the validation split, where there is one: what calibration reads (e.g. a
+  # MatViT run's widths in calibration.discrimination), so that the test split only reports.
+  val_src = sources.validation_source(cfg)
+  val_evals = None if val_src is None else [
+      evaluation.evaluate(cfg, model, state["params"], val_src, e_c=e, width_index=w, mesh=mesh, step_fn=eval_step)
+      for e, w in evaluation.eval_points(cfg)]
   metrics = {
       "name": cfg.name, "kind": cfg.kind, "seed": cfg.seed, "config": cfg,
       "config_hash": results.config_hash(cfg), "e_c": cfg.e_c if cfg.kind == "mone" else None,
       "accuracy": evals[0]["accuracy"], "gflops": evals[0]["gflops"], "evals": evals,
+      **({"val_evals": val_evals} if val_evals else {}),
       "train_steps": total_steps, "train_gflops": steps.train_gflops(cfg),
       "final_loss": history[-1][1] if history else None, "history": history,
       **({"curve": curve} if learning_curve else {}),
