@@ -131,5 +131,10 @@ def test_discrimination_table_pairs_dense_and_matvit_runs_of_the_same_setup_only
   assert "noise 0.15, seed 1 | 90.0 (d2) | 82.0 / 88.0 / 90.0 / 92.0 (m2) | 2.0 (8.0) points | does not discriminate |" in text
   assert ("| 3000 steps, 40k clips, wd 0.0001, noise 0.15, mean of 2 seeds | 91.5 | 82.0 / 87.0 / 90.0 / 92.0 "
           "| 4.5 (8.0) points | does not discriminate |") in text
+  m = calibration.mean_discrimination([calibration.discrimination(d, mv, records.get(f"moving_temporal-matvit-{mv['config_hash']}"))
+                                       for d, mv in calibration.pairs(runs) if d["config"].get("video_noise")])
+  assert m["seeds"] == 2 and m["gap"] == pytest.approx(0.045) and not m["discriminates"]
+  with pytest.raises(ValueError, match="at least one"):
+    calibration.mean_discrimination([])
   assert "| noise |" in calibration.table([{**run([0.5, 0.6, 0.7, 0.7], [0.5, 0.6, 0.7, 0.7], steps=4000),
                                              "config": {**cfg, "video_noise": 0.15}}])
