@@ -1,0 +1,142 @@
+"""Where the recalibrated profile's headline claims stand, from the run files landed so far.
+
+The chapters switch to the recalibrated profile (`mone.chapters.plan`: `recipes.digits64` and
+the moving-digits recipes) once all of its runs are in. Until then this module answers, from the
+committed run files alone, how each headline comparison of issue 24 is decided today: Figure 3
+(ViT vs MoNE, MoNE vs MatViT and MoD at equal FLOPs), Figure 4 per video task, Figure 6c
+(learned vs random router) and Table 1 (MoNE vs the other allocations), each over the paired
+seeds that trained both arms (`mone.chapters.claims`: fewer than 3 is inconclusive). A run that
+has not landed is left out, never trained here.
+
+  .venv/bin/python -m mone.chapters.headlines      # every claim, its seeds and 95% CI
+
+The chapters build their claims with the same functions (`comparisons.figure3`, `figure4`), so
+what this prints is what they will say with the runs landed so far.
+"""
+import re
+
+from mone import results
+from mone.chapters import analysis, claims, comparisons, experiments, plan
+
+VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
+TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (as chapters 03-04)
+_LABEL = re.compile(r"^(?:(?P<task>temporal|appearance|Table 1): )?(?P<model>.+), seed (?P<seed>\d+)$")
+
+
+def landed(runs=None) -> list[tuple[str, int, dict]]:
+  """(label without its seed, seed, metrics) of every planned run whose run file exists,
+  in plan order (runs: plan.runs() by default)."""
+  out = []
+  for label, cfg in plan.runs() if runs is None else runs:
+    path = experiments.run_path(cfg)
+    if path.exists():
+      m = _LABEL.match(label)
+      out.append((label.rpartition(", seed ")[0], int(m["seed"]), results.read_json(path)))
+  return out
+
+
+def _key(base: str) -> tuple[str, str] | None:
+  """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1)."""
+  task, _, model = base.rpartition(": ")
+  if task == "Table 1":
+    return None
+  if not task:  # images: Figure 3's curves, and Figure 6c's random router
+    if model in ("ViT", "MatViT", "MoD") or re.fullmatch(r"MoNE e_c=[0-9.]+", model):
+      return VARIANT, model.split(" ")[0]
+    if re.fullmatch(r"MoNE e_c=[0-9.]+, random router", model):
+      return VARIANT, "MoNE, random router"
+    if re.fullmatch(r"MoNE e_c=[0-9.]+, isoFLOPs", model):
+      return VARIANT, "MoNE-isoFLOPs"
+    return None
+  if model == "MoNE adaptive, isoFLOPs":
+    return None
+  return task, model.split(" ")[0]
+
+
+def curves_by_seed(runs: list[tuple[str, int, dict]]) -> dict:
+  """{seed: {(panel, model): points}} of the landed runs (`landed`), as `comparisons` takes
+  them: panel VARIANT for images ('ViT', 'MatViT', 'MoD', 'MoNE' over its e_c, 'MoNE-isoFLOPs',
+  'MoNE, random router') and the task for videos ('ViViT', 'MoNE', 'MatViViT'); MoNE's points
+  are its training capacities, in e_c order."""
+  out = {}
+  for base, seed, m in runs:
+    key = _key(base)
+    if key is not None:
+      out.setdefault(seed, {}).setdefault(key, []).extend(analysis.points(m))
+  for curves in out.values():
+    for pts in curves.values():
+      pts.sort(key=lambda p: (p["e_c"] if p["e_c"] is not None else 1.0, p["width_index"] or 0))
+  return out
+
+
+def router_claims(by_seed: dict) -> list[dict]:
+  """Figure 6c: at each e_c with a random-router run, the learned router against the random one
+  (paired seeds); the paper's claim is at the lowest capacity, where random routing degrades most."""
+  learned = {s: {p["e_c"]: p["accuracy_pct"] for p in c.get((VARIANT, "MoNE"), [])} for s, c in by_seed.items()}
+  random = {s: {p["e_c"]: p["accuracy_pct"] for p in c.get((VARIANT, "MoNE, random router"), [])} for s, c in by_seed.items()}
+  out = []
+  for e_c in sorted({e for r in random.values() for e in r}):
+    mine = {s: a[e_c] for s, a in learned.items() if e_c in a}
+    theirs = {s: a[e_c] for s, a in random.items() if e_c in a}
+    if set(mine) & set(theirs):
+      out.append(claims.trained(f"fig6.learned_beats_random.e_c{str(e_c).replace('.', '')}",
+                                f"At e_c = {e_c}, the learned router is more accurate than a random one",
+                                "the random router degrades at low capacity, the learned one holds (Fig. 6c)",
+                                mine, theirs, relation="beats", tolerance=0.0))
+  return out
+
+
+# Table 1's other allocations and the MoNE capacity each is compared with (as chapter 02)
+TABLE1 = {"Proportionate": 0.3, "Uniform": 0.4, "MoD Greedy e_c=0.4": 0.4, "Greedy e_c=0.4": 0.4}
+
+
+def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANCE) -> list[dict]:
+  """Table 1 on the temporal task: MoNE (Eq. 3) at least as accurate as each other allocation,
+  within `tolerance`, over paired seeds (MoNE at 0.3 against Proportionate, whose static e_c is
+  0.27; at 0.4 against the others)."""
+  mone = {}
+  for base, seed, m in runs:
+    if (e := re.fullmatch(r"temporal: MoNE e_c=([0-9.]+)", base)):
+      mone.setdefault(float(e[1]), {})[seed] = analysis.points(m)[0]["accuracy_pct"]
+  other = {}
+  for base, seed, m in runs:
+    if base.startswith("Table 1: "):
+      other.setdefault(base.removeprefix("Table 1: "), {})[seed] = (analysis.points(m)[0], analysis.left_plateau(m))
+  out = []
+  for name, by_seed in other.items():
+    ref = mone.get(TABLE1[name], {})
+    if not set(ref) & set(by_seed):
+      continue
+    e_c = next(iter(by_seed.values()))[0]["e_c"]
+    out.append(claims.trained(
+        f"table1.mone{str(TABLE1[name]).replace('.', '')}_vs_{name.split(' e_c')[0].lower().replace(' ', '_')}",
+        f"MoNE at e_c = {TABLE1[name]} is at least as accurate as {name.split(' e_c')[0]} (e_c = {e_c:.2f}), within {tolerance:g} point",
+        "Table 1 (SSv2)", ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, relation="no_worse",
+        tolerance=tolerance, learned=all(l is not False for _, l in by_seed.values())))
+  return out
+
+
+def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
+  """Every headline claim that the landed runs can decide (or show as inconclusive)."""
+  by_seed = curves_by_seed(runs)
+  # a figure's claims need a seed with its dense model and MoNE at e_c = 0.4 (the FLOPs ratio)
+  paired = lambda panel, dense: any((panel, dense) in c and any(p["e_c"] == 0.4 for p in c.get((panel, "MoNE"), []))
+                                    for c in by_seed.values())
+  out = comparisons.figure3(by_seed, VARIANT, TOLERANCE) if paired(VARIANT, "ViT") else []
+  for task, paper in (("temporal", "SSv2"), ("appearance", "Kinetics-400")):
+    if paired(task, "ViViT"):
+      out += comparisons.figure4(by_seed, task, paper, TOLERANCE, comparisons.VIDEO_MIN_REDUCTION)
+  return out + router_claims(by_seed) + table1_claims(runs)
+
+
+def main(argv=None):
+  import argparse
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.parse_args(argv)
+  runs = landed()
+  print(f"{len(runs)} of {len(plan.runs())} planned runs landed; claims over the seeds that trained both arms:\n")
+  print(claims.markdown_table(headline_claims(runs)))
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,61 @@
+"""Where the recalibrated profile's headline claims stand (`mone.chapters.headlines`), from
+run files written here: only landed runs count, and each claim pairs the seeds of both arms."""
+import dataclasses
+import math
+
+from mone import results
+from mone.chapters import experiments, headlines, plan
+
+
+def _land(cfg, accuracy, *, gflops=1.0, widths=None, learned=True):
+  """A run file for cfg, as `loop.train` writes one (only what the chapters read)."""
+  if cfg.kind == "matvit":
+    evals = [{"e_c": None, "width_index": i, "gflops": gflops * (i + 1) / 4, "accuracy": a} for i, a in enumerate(widths)]
+  else:
+    evals = [{"e_c": cfg.e_c, "width_index": None, "gflops": gflops, "accuracy": accuracy}]
+  loss = math.log(cfg.model.num_classes) * (0.95 if not learned else 0.5)
+  results.atomic_write_json(experiments.run_path(cfg), {
+      "kind": cfg.kind, "config": dataclasses.asdict(cfg), "evals": evals, "history": [[100, loss]],
+      "device": {"kind": "cpu"}})
+
+
+def test_image_claims_pair_the_landed_seeds_and_skip_the_missing_runs(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  assert headlines.landed() == [] and headlines.headline_claims([]) == []
+  assert plan.image().model.name == headlines.VARIANT
+  for s, (vit, mone) in enumerate([(0.880, 0.878), (0.870, 0.871), (0.875, 0.873)]):
+    _land(plan.image(kind="vit", seed=s), vit, gflops=2.0)
+    _land(plan.mone(0.4, seed=s), mone, gflops=0.9)
+    _land(plan.mone(0.2, seed=s), mone - 0.01, gflops=0.5)
+    _land(plan.mone(0.2, seed=s, **{"model.router": "random"}), mone - 0.10 - 0.01 * s, gflops=0.5)
+  _land(plan.image(kind="matvit"), None, gflops=2.0, widths=[0.5, 0.8, 0.85, 0.88])  # seed 0 only
+  runs = headlines.landed()
+  assert len(runs) == 13 and {b for b, _, _ in runs} >= {"ViT", "MoNE e_c=0.4", "MatViT"}
+  by_seed = headlines.curves_by_seed(runs)
+  assert [p["e_c"] for p in by_seed[1][headlines.VARIANT, "MoNE"]] == [0.2, 0.4]
+  got = {c["id"]: c for c in headlines.headline_claims(runs)}
+  assert got["fig3.mone_matches_vit"]["verdict"] == "reproduced" and got["fig3.mone_matches_vit"]["seeds"] == [0, 1, 2]
+  assert got["fig3.mone_matches_vit"]["measured"] == -0.1
+  assert got["fig3.flops_reduction"]["measured"] == round(2.0 / 0.9, 3)
+  # MatViT landed at seed 0 only: one paired seed, inconclusive whatever the gap
+  assert got["fig3.mone_beats_matvit"]["n_seeds"] == 1 and got["fig3.mone_beats_matvit"]["verdict"] == "inconclusive"
+  assert got["fig6.learned_beats_random.e_c02"]["verdict"] == "reproduced"
+  assert not any(i.startswith(("fig4.", "table1.")) for i in got)  # no video run landed
+
+
+def test_table1_compares_mone_with_each_allocation_over_paired_seeds_and_flags_a_stuck_run(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  for s in plan.SEEDS:
+    _land(plan.video_mone("temporal", 0.4, seed=s), 0.90)
+    _land(plan.video("temporal", kind="vit", seed=s), 0.91, gflops=2.0)
+  for s in (0, 1):
+    _land(plan.allocation("uniform", None, seed=s), 0.95)
+  _land(plan.allocation("greedy", 0.4, seed=0), 0.10, learned=False)
+  got = {c["id"]: c for c in headlines.headline_claims(headlines.landed())}
+  assert got["table1.mone04_vs_uniform"]["seeds"] == [0, 1] and got["table1.mone04_vs_uniform"]["verdict"] == "inconclusive"
+  assert math.isclose(got["table1.mone04_vs_uniform"]["measured"], -5.0)
+  assert "never left" in got["table1.mone04_vs_greedy"]["why"]
+  assert "table1.mone03_vs_proportionate" not in got  # neither arm landed
+  assert got["fig4.temporal.mone_no_drop"]["verdict"] == "reproduced"  # -1 point, no worse within 1
+  assert got["fig4.temporal.flops_reduction"]["verdict"] == "reproduced"
+  assert not any(i.startswith("fig4.appearance") for i in got)
