@@ -139,6 +139,18 @@ def test_points():
   assert dense["accuracy_pct"] == pytest.approx(66)
 
 
+def test_mean_curves_average_each_point_over_the_seeds_that_trained_it():
+  pt = lambda e_c, acc, learned=True: {"e_c": e_c, "width_index": None, "gflops": e_c, "accuracy_pct": acc, "learned": learned}
+  by_seed = {0: {("v", "MoNE"): [pt(0.2, 80.0), pt(0.4, 84.0)], ("v", "ViT"): [pt(None, 88.0)]},
+             1: {("v", "MoNE"): [pt(0.4, 86.0, learned=False)], ("v", "ViT"): [pt(None, 87.0)]}}
+  mean = analysis.mean_curves(by_seed)
+  at = {p["e_c"]: p for p in mean["v", "MoNE"]}
+  assert (at[0.4]["accuracy_pct"], at[0.4]["accuracy_min"], at[0.4]["accuracy_max"], at[0.4]["n_seeds"]) == (85.0, 84.0, 86.0, 2)
+  assert at[0.4]["learned"] is False and at[0.2]["learned"] is True
+  assert (at[0.2]["accuracy_pct"], at[0.2]["n_seeds"]) == (80.0, 1)
+  assert mean["v", "ViT"][0]["accuracy_pct"] == 87.5
+
+
 def _adaptation_rows(table, adaptive=None):
   rows = [{"adaptive": False, "train_e_c": t, "e_c": e, "accuracy_pct": a} for t, accs in table.items() for e, a in accs.items()]
   return rows + [{"adaptive": True, "train_e_c": None, "e_c": e, "accuracy_pct": a} for e, a in (adaptive or {}).items()]

@@ -134,3 +134,18 @@ def test_device_table_counts_runs_hours_and_jax_versions_per_device():
   rows = plan.device_table(finished).splitlines()
   assert rows[2:] == ["| NVIDIA H200 | 3 | 0.1 | 0.11.2, 0.11.3 |", "| cpu, 2 cores | 2 | 2.0 | 0.10.2 |"]
   assert plan.device_table([]) == "No run has finished yet.\n"
+
+
+def test_another_profile_asks_for_the_same_runs_with_its_own_configs():
+  small, smoke = plan.image_runs(), plan.image_runs("smoke", seeds=(0, 1))
+  by_label = dict(smoke)
+  # the same labels, in the same order, less seed 2 and the router studies a 2-block model cannot hold
+  deeper = ("router before block 2", "4 routers")
+  assert [l for l, _ in smoke] == [l for l, _ in small if not l.endswith(", seed 2") and not any(d in l for d in deeper)]
+  for label, cfg in small:
+    if label in by_label:
+      other = by_label[label]
+      assert (other.kind, other.e_c, other.seed, other.adaptive, other.iso_flops) == (cfg.kind, cfg.e_c, cfg.seed, cfg.adaptive, cfg.iso_flops), label
+      assert (other.model.router, other.model.router_layer, other.model.num_routers) == (cfg.model.router, cfg.model.router_layer, cfg.model.num_routers), label
+      assert other.name == experiments.image_config("smoke").name and other.steps == 8
+  assert plan.image_runs("smoke", seeds=(0,), model="tiny/8")[0][1].model.name == "tiny/8"

@@ -60,6 +60,16 @@ def test_accuracy_flops_figure_draws_one_panel_per_key_with_the_dense_line():
   plt.close(fig)
 
 
+def test_accuracy_flops_figure_draws_the_seed_range_of_mean_curves():
+  mean = lambda g, acc, lo, hi: {**_point(g, acc), "accuracy_min": lo, "accuracy_max": hi, "n_seeds": 3}
+  curves = {("a", "ViT"): [mean(0.02, 60, 59, 61)], ("a", "MoNE"): [mean(0.01, 58, 55, 60)]}
+  fig = plots.accuracy_flops_figure(curves, {"a": "A"}, "ViT")
+  bars = [c for c in fig.axes[0].collections]
+  assert len(bars) == 2
+  np.testing.assert_allclose(sorted(seg[:, 1].tolist() for b in bars for seg in b.get_segments()), [[55, 60], [59, 61]])
+  plt.close(fig)
+
+
 def test_seeds_and_adaptation_figures_plot_every_value():
   study = {"ViT": {"accuracy_pct": [60, 62, 61], "mean": 61, "gflops": 0.02},
            "MoNE": {"accuracy_pct": [59, 63, 60], "mean": 60.67, "gflops": 0.01}}

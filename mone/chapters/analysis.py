@@ -83,6 +83,27 @@ def seed_study(runs: dict, seeds, details: bool = False) -> dict:
   return out
 
 
+def mean_curves(by_seed: dict) -> dict:
+  """{(panel, model): points} averaged over the seeds that trained each point (`by_seed`: {seed:
+  {(panel, model): points}}, as `mone.chapters.comparisons` takes them): per point (the same e_c
+  and width), accuracy_pct is the mean over seeds, with accuracy_min, accuracy_max and n_seeds
+  beside it. A point's FLOPs do not depend on the seed; the lowest seed's point gives the rest."""
+  grouped = {}
+  for seed in sorted(by_seed):
+    for key, pts in by_seed[seed].items():
+      for p in pts:
+        grouped.setdefault(key, {}).setdefault((p["e_c"], p["width_index"]), []).append(p)
+  out = {}
+  for key, at in grouped.items():
+    out[key] = []
+    for ps in at.values():
+      acc = [p["accuracy_pct"] for p in ps]
+      out[key].append({**ps[0], "accuracy_pct": sum(acc) / len(acc), "accuracy_min": min(acc),
+                       "accuracy_max": max(acc), "n_seeds": len(acc),
+                       "learned": all(p["learned"] is not False for p in ps)})
+  return out
+
+
 def _config_dict(metrics: dict) -> dict:
   cfg = metrics["config"]
   return cfg if isinstance(cfg, dict) else dataclasses.asdict(cfg)  # straight from loop.train

@@ -23,30 +23,44 @@ TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (a
 _LABEL = re.compile(r"^(?:(?P<task>temporal|appearance|Table 1): )?(?P<model>.+), seed (?P<seed>\d+)$")
 
 
-def landed(runs=None) -> list[tuple[str, int, dict]]:
-  """(label without its seed, seed, metrics) of every planned run whose run file exists,
-  in plan order (runs: plan.runs() by default)."""
+def landed(runs=None, train: bool = False, recompute: bool = False) -> list[tuple[str, int, dict]]:
+  """(label without its seed, seed, metrics) of every planned run whose run file exists, in
+  plan order (runs: (label, config) pairs, plan.runs() by default). train: every run instead,
+  trained where missing (`experiments.run`; recompute: retrained), as the smoke and paper
+  profiles' chapters do; the small profile's are trained by `scripts/train_queue.py`."""
   out = []
   for label, cfg in plan.runs() if runs is None else runs:
-    path = experiments.run_path(cfg)
-    if path.exists():
-      m = _LABEL.match(label)
-      out.append((label.rpartition(", seed ")[0], int(m["seed"]), results.read_json(path)))
+    m = _LABEL.match(label)
+    if m is None:
+      raise ValueError(f"a planned run's label ends with ', seed N', got {label!r}")
+    if train:
+      metrics = experiments.run(cfg, recompute, progress=False)
+    elif experiments.run_path(cfg).exists():
+      metrics = results.read_json(experiments.run_path(cfg))
+    else:
+      continue
+    out.append((label.rpartition(", seed ")[0], int(m["seed"]), metrics))
   return out
 
 
-def _key(base: str) -> tuple[str, str] | None:
-  """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1)."""
+def pending(runs=None) -> list[str]:
+  """The labels of the planned runs (runs: as `landed`) whose run file does not exist yet."""
+  return [label for label, cfg in (plan.runs() if runs is None else runs) if not experiments.run_path(cfg).exists()]
+
+
+def _key(base: str, variant: str) -> tuple[str, str] | None:
+  """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1);
+  an image run's panel is its model `variant`."""
   task, _, model = base.rpartition(": ")
   if task == "Table 1":
     return None
   if not task:  # images: Figure 3's curves, and Figure 6c's random router
     if model in ("ViT", "MatViT", "MoD") or re.fullmatch(r"MoNE e_c=[0-9.]+", model):
-      return VARIANT, model.split(" ")[0]
+      return variant, model.split(" ")[0]
     if re.fullmatch(r"MoNE e_c=[0-9.]+, random router", model):
-      return VARIANT, "MoNE, random router"
+      return variant, "MoNE, random router"
     if re.fullmatch(r"MoNE e_c=[0-9.]+, isoFLOPs", model):
-      return VARIANT, "MoNE-isoFLOPs"
+      return variant, "MoNE-isoFLOPs"
     return None
   if model == "MoNE adaptive, isoFLOPs":
     return None
@@ -56,11 +70,11 @@ def _key(base: str) -> tuple[str, str] | None:
 def curves_by_seed(runs: list[tuple[str, int, dict]]) -> dict:
   """{seed: {(panel, model): points}} of the landed runs (`landed`), as `comparisons` takes
   them: panel VARIANT for images ('ViT', 'MatViT', 'MoD', 'MoNE' over its e_c, 'MoNE-isoFLOPs',
-  'MoNE, random router') and the task for videos ('ViViT', 'MoNE', 'MatViViT'); MoNE's points
+  'MoNE, random router'; VARIANT in this profile) and the task for videos ('ViViT', 'MoNE', 'MatViViT'); MoNE's points
   are its training capacities, in e_c order."""
   out = {}
   for base, seed, m in runs:
-    key = _key(base)
+    key = _key(base, m["config"]["model"]["name"])
     if key is not None:
       out.setdefault(seed, {}).setdefault(key, []).extend(analysis.points(m))
   for curves in out.values():
@@ -69,11 +83,11 @@ def curves_by_seed(runs: list[tuple[str, int, dict]]) -> dict:
   return out
 
 
-def router_claims(by_seed: dict) -> list[dict]:
+def router_claims(by_seed: dict, variant: str = VARIANT) -> list[dict]:
   """Figure 6c: at each e_c with a random-router run, the learned router against the random one
   (paired seeds); the paper's claim is at the lowest capacity, where random routing degrades most."""
-  learned = {s: {p["e_c"]: p["accuracy_pct"] for p in c.get((VARIANT, "MoNE"), [])} for s, c in by_seed.items()}
-  random = {s: {p["e_c"]: p["accuracy_pct"] for p in c.get((VARIANT, "MoNE, random router"), [])} for s, c in by_seed.items()}
+  learned = {s: {p["e_c"]: p["accuracy_pct"] for p in c.get((variant, "MoNE"), [])} for s, c in by_seed.items()}
+  random = {s: {p["e_c"]: p["accuracy_pct"] for p in c.get((variant, "MoNE, random router"), [])} for s, c in by_seed.items()}
   out = []
   for e_c in sorted({e for r in random.values() for e in r}):
     mine = {s: a[e_c] for s, a in learned.items() if e_c in a}

@@ -13,7 +13,7 @@ The configs are those the chapters will ask for once `experiments.image_config('
 starts from `recipes.digits64` (a test checks that they stay the same).
 """
 from mone import capacity, results
-from mone.chapters import experiments
+from mone.chapters import analysis, experiments
 from mone.train import recipes
 
 SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
@@ -31,8 +31,21 @@ def mone(e_c, **overrides) -> recipes.TrainConfig:
   return image(kind="mone", e_c=e_c, eval_e_c=experiments.grid("small").eval_e_c, **overrides)
 
 
-def image_runs() -> list[tuple[str, recipes.TrainConfig]]:
-  """(label, config) of every image run, in training order."""
+def builders(profile: str, data_dir: str = "", **common):
+  """(image, mone): a profile's config builders with the signatures of `image` and `mone`, so
+  that another profile's chapters ask for the same runs as this plan (smoke: tiny models
+  trained in the notebooks; paper: ImageNet-21k from data_dir). common: overrides of every run
+  (e.g. the paper profile's model)."""
+  if profile == "small":
+    return (lambda **ov: image(**common, **ov)), (lambda e_c, **ov: mone(e_c, **common, **ov))
+  return ((lambda **ov: experiments.image_config(profile, data_dir, **common, **ov)),
+          (lambda e_c, **ov: analysis.mone_config(profile, e_c, data_dir, **common, **ov)))
+
+
+def image_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "", **common) -> list[tuple[str, recipes.TrainConfig]]:
+  """(label, config) of every image run, in training order ("ViT, seed 0", ...): the plan's
+  own with the defaults; with another profile, the same runs at `seeds` (`builders`)."""
+  image, mone = builders(profile, data_dir, **common)
   headline = [  # each over SEEDS: Figure 3 (ViT vs MoNE, MoNE vs MatViT/MoD at equal FLOPs), Figure 6c
       ("ViT", lambda s: image(kind="vit", seed=s)),
       ("MoNE e_c=0.4", lambda s: mone(0.4, seed=s)),
@@ -48,12 +61,11 @@ def image_runs() -> list[tuple[str, recipes.TrainConfig]]:
       # no token of 64), so its random router needs every seed too; also Figure 6c's curve
       ("MoNE e_c=0.3, random router", lambda s: mone(0.3, seed=s, **{"model.router": "random"})),
   ]
-  runs = [(f"{label}, seed {s}", make(s)) for s in SEEDS for label, make in headline]
+  runs = [(f"{label}, seed {s}", make(s)) for s in seeds for label, make in headline]
+  depth = image().model.depth  # a smaller model (smoke) has fewer router positions and counts
   runs += [  # seed 0 only: Figures 3 (isoFLOPs), 5, 6a/6b/6c
-      ("MoNE e_c=0.3, router before block 1, seed 0", mone(0.3, **{"model.router_layer": 1})),
-      ("MoNE e_c=0.3, router before block 2, seed 0", mone(0.3, **{"model.router_layer": 2})),
-      ("MoNE e_c=0.3, 2 routers, seed 0", mone(0.3, **{"model.num_routers": 2})),
-      ("MoNE e_c=0.3, 4 routers, seed 0", mone(0.3, **{"model.num_routers": 4})),
+      *[(f"MoNE e_c=0.3, router before block {l}, seed 0", mone(0.3, **{"model.router_layer": l})) for l in (1, 2) if l < depth],
+      *[(f"MoNE e_c=0.3, {n} routers, seed 0", mone(0.3, **{"model.num_routers": n})) for n in (2, 4) if n <= depth],
       ("MoNE e_c=0.4, random router, seed 0", mone(0.4, **{"model.router": "random"})),
       ("MoNE adaptive, isoFLOPs, seed 0", mone(None, adaptive=True, iso_flops=True)),
       ("MoNE e_c=0.2, isoFLOPs, seed 0", mone(0.2, iso_flops=True)),

@@ -97,7 +97,8 @@ CURVE_STYLE = {"MatViT": dict(marker="s", color="tab:blue"), "MatViViT": dict(ma
 def accuracy_flops_figure(curves: dict, titles: dict, dense: str, per: str = "image"):
   """One panel per key of `titles` (a model variant or a task): each curve `curves[key, label]`
   (points with 'gflops' and 'accuracy_pct') in `CURVE_STYLE[label]`, and a dotted line at the
-  dense model's (label `dense`) accuracy."""
+  dense model's (label `dense`) accuracy. Means over seeds (`analysis.mean_curves`) show each
+  point's range over the seeds as a bar."""
   import matplotlib.pyplot as plt
   fig, axes = plt.subplots(1, len(titles), figsize=(max(4.8 * len(titles), 9.6 if len(titles) > 1 else 4.8), 3.8),
                            squeeze=False)
@@ -107,6 +108,9 @@ def accuracy_flops_figure(curves: dict, titles: dict, dense: str, per: str = "im
       pts = sorted(curves.get((key, label), []), key=lambda p: p["gflops"])
       if pts:
         ax.plot([p["gflops"] / unit for p in pts], [p["accuracy_pct"] for p in pts], label=label, **style)
+      if pts and "accuracy_min" in pts[0]:  # means over seeds (`analysis.mean_curves`): their range
+        ax.vlines([p["gflops"] / unit for p in pts], [p["accuracy_min"] for p in pts], [p["accuracy_max"] for p in pts],
+                  color=style["color"], alpha=0.5, lw=2.5)
     ax.axhline(curves[key, dense][0]["accuracy_pct"], color="k", lw=0.6, ls=":")
     ax.set(title=title, ylabel="top-1 accuracy (%)")
     ax.grid(alpha=0.3)
