@@ -260,3 +260,9 @@ def test_temporal_errors_split_the_label_into_its_factors():
   assert by_digit[7] == 0 and np.isnan(by_digit[0])
   with pytest.raises(ValueError, match="digit \\[n, 2\\]"):
     analysis.temporal_errors(pred, label, digit[:, 0])
+
+
+def test_save_table_writes_floats_at_the_results_precision(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  path = analysis.save_table([{"label": "MoNE", "accuracy_pct": 100 * 0.849, "e_c": None}], "nb", "points")
+  assert path.read_text() == "label,accuracy_pct,e_c\nMoNE,84.9,\n"

@@ -203,11 +203,12 @@ def temporal_errors(pred, label, digit) -> dict:
 
 
 def save_table(rows: list[dict], notebook: str, name: str):
-  """Writes rows (dicts with the same keys) as results/<notebook>/<name>.csv."""
+  """Writes rows (dicts with the same keys) as results/<notebook>/<name>.csv, floats at the
+  precision of every results file (`results.rounded`: 84.9, not a sum's 84.89999999999999)."""
   buf = io.StringIO()
   writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
   writer.writeheader()
-  writer.writerows(rows)
+  writer.writerows(results.rounded(rows))
   path = experiments.results_root() / notebook / f"{name}.csv"
   results.atomic_write_text(path, buf.getvalue())
   return path
