@@ -175,3 +175,19 @@ def test_the_speed_chapter_draws_the_committed_benchmark_files():
   (claim,) = speed.target_claims(checks)
   assert claim["id"] == "speed.forward.efficiency.ec03.batch8" and claim["measured"] == 0.8 and claim["verdict"] == "not reproduced"
   assert speed.command("small", "cpu-block.json") == "python -m mone.bench --variant S/16 --batch 8 32 --e-c 0.3 0.5 1.0 --reps 15 --block"
+
+
+def test_figure6_claims_pair_seeds_per_study_and_are_not_testable_without_runs():
+  pt = lambda g, a: {"gflops": g, "accuracy_pct": a, "e_c": None, "learned": True}
+  curve = {s: [pt(1.0, 80.0 + s), pt(2.0, 90.0 + s)] for s in (0, 1, 2)}
+  later = {1: {0: pt(1.5, 83.0)}, 2: {0: pt(1.5, 86.0)}}
+  routers = {1: {0: 85.0, 1: 86.0, 2: 85.5}, 4: {0: 84.0}}
+  learned = {0.2: {0: 80.0, 1: 81.0, 2: 80.5}, 0.3: {0: 85.0}}
+  random = {0.2: {0: 70.0, 1: 72.0, 2: 71.0}, 0.3: {0: 80.0}}
+  a, b, c = comparisons.figure6(curve, later, routers, learned, random, 0.3)
+  assert a["id"] == "fig6.first_layer_router_best" and a["seeds"] == [0] and a["measured"] == -1.0  # 85 - 86 at layer 2
+  assert a["verdict"] == "inconclusive" and "layer 2: -1.0" in a["note"]
+  assert b["seeds"] == [0] and b["measured"] == 1.0
+  assert c["seeds"] == [0, 1, 2] and c["verdict"] == "reproduced" and "0.2" in c["claim"]
+  none = comparisons.figure6(curve, {}, {1: routers[1]}, {0.2: {}}, {0.2: {0: 70.0}}, 0.3)
+  assert [x["verdict"] for x in none] == ["not testable"] * 3

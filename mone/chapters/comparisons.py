@@ -99,3 +99,37 @@ def figure4(by_seed: dict, task: str, paper_name: str, tolerance: float, min_red
       beats_nested(f"fig4.{task}.mone_beats_matvivit", f"{task} task: at its cheapest point inside MatViViT's curve, MoNE is more "
                    "accurate than MatViViT at the same FLOPs (interpolated)", "significantly better than the nested models",
                    mone, matvivit, "MatViViT", learned)]
+
+
+def figure6(curve: dict, later: dict, routers: dict, learned: dict, random: dict, e_c: float) -> list[dict]:
+  """Figure 6's claims, each over the seeds that trained its arms (a study trained at one seed
+  stays inconclusive). curve: {seed: points} of MoNE with its router before layer 0, over e_c;
+  later: {layer: {seed: point}} of MoNE at `e_c` with the router before a later layer; routers:
+  {count: {seed: accuracy_pct}} at `e_c` (count 1: the default); learned, random: {e_c: {seed:
+  accuracy_pct}} of MoNE with a learned and a random router. A study with no run landed is
+  not testable."""
+  text_a = ("At equal FLOPs, the router at layer 0 is more accurate than any later router (layer-0 curve "
+            "interpolated at each later router's FLOPs, smallest margin)")
+  margins = {}
+  for layer, by_seed in later.items():
+    for s, p in by_seed.items():
+      if s in curve and np.isfinite(d := claims.at_flops(curve[s], p["gflops"]) - p["accuracy_pct"]):
+        margins.setdefault(s, {})[layer] = d
+  out = [claims.trained("fig6.first_layer_router_best", text_a, "the first layer is best (Fig. 6a)",
+                        {s: min(m.values()) for s, m in margins.items()}, relation="beats", tolerance=0.0,
+                        note="; ".join(f"seed {s}: " + ", ".join(f"layer {l}: {d:+.1f}" for l, d in m.items()) for s, m in margins.items()))
+         if margins else claims.not_testable("fig6.first_layer_router_best", text_a, "the first layer is best (Fig. 6a)", "trained",
+                                             "no later router's run inside the layer-0 curve")]
+  most = max(routers)
+  text_b = f"One router is more accurate than {most} routers (e_c = {e_c})"
+  paper_b = "accuracy goes down as routers are added (Fig. 6b)"
+  out.append(claims.trained("fig6.more_routers_lower_accuracy", text_b, paper_b, routers[1], routers[most], relation="beats", tolerance=0.0)
+             if most > 1 and set(routers.get(1, {})) & set(routers[most])
+             else claims.not_testable("fig6.more_routers_lower_accuracy", text_b, paper_b, "trained", f"no seed has both 1 and {most} routers"))
+  lowest = min(random)
+  text_c = f"At the lowest e_c tried ({lowest}), the learned router is more accurate than a random one"
+  paper_c = "the random router degrades at low capacity, the learned one holds (Fig. 6c)"
+  out.append(claims.trained("fig6.learned_beats_random", text_c, paper_c, learned.get(lowest, {}), random[lowest], relation="beats", tolerance=0.0)
+             if set(learned.get(lowest, {})) & set(random[lowest])
+             else claims.not_testable("fig6.learned_beats_random", text_c, paper_c, "trained", f"no seed has both routers at e_c = {lowest}"))
+  return out
