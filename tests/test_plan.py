@@ -149,3 +149,15 @@ def test_another_profile_asks_for_the_same_runs_with_its_own_configs():
       assert (other.model.router, other.model.router_layer, other.model.num_routers) == (cfg.model.router, cfg.model.router_layer, cfg.model.num_routers), label
       assert other.name == experiments.image_config("smoke").name and other.steps == 8
   assert plan.image_runs("smoke", seeds=(0,), model="tiny/8")[0][1].model.name == "tiny/8"
+
+
+def test_another_profile_asks_for_the_same_video_runs_with_its_own_configs():
+  small, smoke = plan.video_runs(), plan.video_runs("smoke", seeds=(0, 1))
+  by_label = dict(smoke)
+  assert [l for l, _ in smoke] == [l for l, _ in small if not l.endswith(", seed 2")]
+  for label, cfg in small:
+    if label in by_label:
+      other = by_label[label]
+      assert (other.kind, other.e_c, other.seed, other.allocation, other.video_task, other.adaptive) == \
+          (cfg.kind, cfg.e_c, cfg.seed, cfg.allocation, cfg.video_task, cfg.adaptive), label
+      assert other.name.startswith("smoke_") and other.steps == 8, label

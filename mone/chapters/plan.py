@@ -93,9 +93,21 @@ def allocation(name: str, e_c, **overrides) -> recipes.TrainConfig:
   return video("temporal", kind="mone", e_c=e_c, allocation=name, **overrides)
 
 
-def video_runs() -> list[tuple[str, recipes.TrainConfig]]:
+def video_builders(profile: str, data_dir: str = ""):
+  """(video, video_mone, allocation): a profile's video config builders with the signatures of
+  this module's, so that another profile's chapters ask for the same runs (`builders`)."""
+  if profile == "small":
+    return video, video_mone, allocation
+  return ((lambda task, **ov: experiments.video_config(profile, task, data_dir, **ov)),
+          (lambda task, e_c, **ov: analysis.mone_config(profile, e_c, data_dir, task=task, **ov)),
+          (lambda name, e_c, **ov: analysis.table1_config(profile, name, e_c, data_dir, **ov)))
+
+
+def video_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "") -> list[tuple[str, recipes.TrainConfig]]:
   """(label, config) of every video run, in training order: per seed Figure 4's models on both
-  tasks (which Figures 5b and 7b share) and Table 1's other allocations, then the adaptive model."""
+  tasks (which Figures 5b and 7b share) and Table 1's other allocations, then the adaptive model.
+  The plan's own with the defaults; with another profile, the same runs at `seeds`."""
+  video, video_mone, allocation = video_builders(profile, data_dir)
   headline = [
       ("temporal: ViViT", lambda s: video("temporal", kind="vit", seed=s)),
       ("temporal: MoNE e_c=0.4", lambda s: video_mone("temporal", 0.4, seed=s)),
@@ -109,7 +121,7 @@ def video_runs() -> list[tuple[str, recipes.TrainConfig]]:
       ("Table 1: MoD Greedy e_c=0.4", lambda s: allocation("mod_greedy", 0.4, seed=s)),
       ("Table 1: Greedy e_c=0.4", lambda s: allocation("greedy", 0.4, seed=s)),
   ]
-  runs = [(f"{label}, seed {s}", make(s)) for s in SEEDS for label, make in headline]
+  runs = [(f"{label}, seed {s}", make(s)) for s in seeds for label, make in headline]
   runs.append(("temporal: MoNE adaptive, isoFLOPs, seed 0", video_mone("temporal", None, adaptive=True, iso_flops=True)))
   return runs
 
