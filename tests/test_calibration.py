@@ -138,3 +138,12 @@ def test_discrimination_table_pairs_dense_and_matvit_runs_of_the_same_setup_only
     calibration.mean_discrimination([])
   assert "| noise |" in calibration.table([{**run([0.5, 0.6, 0.7, 0.7], [0.5, 0.6, 0.7, 0.7], steps=4000),
                                              "config": {**cfg, "video_noise": 0.15}}])
+
+
+def test_validation_records_are_keyed_by_the_run_file_they_describe(tmp_path):
+  from mone import results
+  rec = {"run": "moving_temporal-matvit-abc", "split": "val", "rows": []}
+  results.atomic_write_json(tmp_path / "calibration" / "moving_temporal-matvit-abc-errors.json", rec)
+  assert calibration.validation_records(tmp_path) == {"moving_temporal-matvit-abc": rec}
+  assert calibration.validation_records(tmp_path / "none") == {}
+  assert calibration.run_name({"name": "moving_temporal", "kind": "matvit", "config_hash": "abc"}) == rec["run"]

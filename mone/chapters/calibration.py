@@ -43,6 +43,22 @@ def check(metrics: dict) -> dict:
           "plateau": gain <= PLATEAU_GAIN + ROUNDING, "not_memorised": gap <= MEMORISATION_GAP + ROUNDING}
 
 
+def run_name(m: dict) -> str:
+  """A run file's stem, '<name>-<kind>-<config hash>': what validation records are keyed by."""
+  return f"{m['name']}-{m['kind']}-{m['config_hash']}"
+
+
+def validation_records(root=None) -> dict:
+  """The validation records by width of MatViT runs from before `val_evals`
+  (results/calibration/<run>-errors.json, written by `scripts/temporal_errors.py`), keyed by run
+  (`run_name`); root: the results folder (default `results.results_root()`)."""
+  import json
+
+  from mone import results
+  root = results.results_root() if root is None else root
+  return {r["run"]: r for r in (json.loads(p.read_text()) for p in sorted((root / "calibration").glob("*-errors.json")))}
+
+
 def discrimination(dense: dict, matvit: dict, val: dict | None = None, width_index: int = 1) -> dict:
   """Whether a task discriminates between widths, on the validation split: the dense run's final
   validation accuracy (its curve's last point) against the MatViT run's sub-model `width_index`
@@ -55,7 +71,7 @@ def discrimination(dense: dict, matvit: dict, val: dict | None = None, width_ind
                      f"{dense.get('kind')!r} and {matvit.get('kind')!r}")
   if dense["name"] != matvit["name"]:
     raise ValueError(f"the runs are of different tasks: {dense['name']!r} and {matvit['name']!r}")
-  run = f"{matvit['name']}-matvit-{matvit['config_hash']}"
+  run = run_name(matvit)
   if "val_evals" in matvit:
     by_width = {e["width_index"]: e["accuracy"] for e in matvit["val_evals"]}
   elif val is None:
@@ -138,7 +154,7 @@ def discrimination_table(runs: list[dict], records: dict) -> str:
   rows, gaps = [], {}  # gaps: the validation results of each setup's seeds, for their mean
   for dense, matvit in pairs(runs):
     setup = f"| {label(dense)}, seed {dense['config']['seed']} "
-    run = f"{matvit['name']}-matvit-{matvit['config_hash']}"
+    run = run_name(matvit)
     if run not in records and "val_evals" not in matvit:
       rows.append(f"{setup}| ({dense['config_hash']}) | ({matvit['config_hash']}) | - "
                   f"| no validation record: scripts/temporal_errors.py |")
@@ -200,9 +216,7 @@ def main(argv=None):
   print(table(runs))
   matvit = [json.loads(p.read_text()) for p in sorted((results.results_root() / "runs").glob(f"{args.name}-matvit-*.json"))]
   if args.kind == "vit" and pairs(runs + matvit):
-    records = {r["run"]: r for r in (json.loads(p.read_text())
-                                     for p in sorted((results.results_root() / "calibration").glob("*-errors.json")))}
-    print(discrimination_table(runs + matvit, records))
+    print(discrimination_table(runs + matvit, validation_records()))
   if args.figure:
     from mone.chapters import experiments
     fig = figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
