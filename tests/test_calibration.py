@@ -147,3 +147,15 @@ def test_validation_records_are_keyed_by_the_run_file_they_describe(tmp_path):
   assert calibration.validation_records(tmp_path) == {"moving_temporal-matvit-abc": rec}
   assert calibration.validation_records(tmp_path / "none") == {}
   assert calibration.run_name({"name": "moving_temporal", "kind": "matvit", "config_hash": "abc"}) == rec["run"]
+
+
+def test_standing_reads_each_runs_curve_and_its_full_width():
+  curve = [{"step": 50, "val_accuracy": 0.5, "train_accuracy": 0.5}, {"step": 100, "val_accuracy": 0.8, "train_accuracy": 0.9}]
+  cfg = {"model": {"name": "m", "num_classes": 10}, "adaptive": False, "e_c": None, "iso_flops": False, "lr": 1e-3}
+  matvit = {"kind": "matvit", "config": cfg, "train_steps": 100, "curve": curve, "device": {"kind": "cpu"},
+            "evals": [{"e_c": None, "width_index": i, "gflops": i + 1.0, "accuracy": a} for i, a in enumerate((0.4, 0.7))]}
+  rows = calibration.standing([("MatViT", 2, matvit), ("ViT", 0, {**matvit, "kind": "vit", "curve": None,
+                                                                   "evals": [{"e_c": None, "width_index": None, "gflops": 2.0, "accuracy": 0.81}]})])
+  assert rows[0]["test_pct"] == 70.0 and rows[0]["seed"] == 2
+  assert (round(rows[0]["val_pct"], 6), round(rows[0]["last_quarter_gain"], 6), round(rows[0]["train_minus_val"], 6)) == (80.0, 30.0, 10.0)
+  assert rows[1]["val_pct"] is None and rows[1]["test_pct"] == 81.0

@@ -186,6 +186,23 @@ def mean_discrimination(ds: list[dict]) -> dict:
           "discriminates": gap >= SUBMODEL_GAP - ROUNDING}
 
 
+def standing(runs: list[tuple[str, int, dict]]) -> list[dict]:
+  """Where each run of a chapter stands, one row per (label, seed, metrics) of
+  `headlines.landed`: its device, test accuracy (a MatViT run's full width, as its curve), and,
+  where it has a validation curve, its final validation accuracy, what it gained over its last
+  quarter of steps and how far its training accuracy is above validation (`check`), in points."""
+  from mone.chapters import analysis
+  rows = []
+  for label, seed, m in runs:
+    has_val = bool(m.get("curve")) and m["curve"][-1].get("val_accuracy") is not None
+    c = check(m) if has_val else {}
+    rows.append({"run": label, "seed": seed, "device": m["device"]["kind"], "test_pct": analysis.points(m)[-1]["accuracy_pct"],
+                 "val_pct": 100 * c["val_accuracy"] if c else None,
+                 "last_quarter_gain": 100 * c["last_quarter_gain"] if c else None,
+                 "train_minus_val": 100 * c["train_val_gap"] if c else None})
+  return rows
+
+
 def figure(runs: list[dict], title: str = ""):
   """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each."""
   from mone.chapters import plots
