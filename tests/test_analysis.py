@@ -227,13 +227,25 @@ def test_router_importance_is_what_epr_gives_the_full_expert(tiny_mone):
 def test_adaptation_claims_are_inconclusive_from_one_seed_and_named_by_domain():
   table = {0.2: {0.2: 40.0, 0.4: 45.0, 0.6: 46.0}, 0.4: {0.2: 50.0, 0.4: 60.0, 0.6: 58.0}}
   s = analysis.adaptation_summary(_adaptation_rows(table, {0.2: 39.0, 0.4: 59.5, 0.6: 57.0}), (0.2, 0.4))
-  cs = analysis.adaptation_claims(s, "images", seed=0)
+  cs = analysis.adaptation_claims({0: s}, "images")
   assert [c["id"] for c in cs] == ["fig5.images.drop_grows_with_shift", "fig5.images.steeper_high_to_low",
                                    "fig5.images.adaptive_serves_every_budget"]
   assert [c["measured"] for c in cs] == [pytest.approx(-6.0 - 7 / 3, abs=1e-3), pytest.approx(10.0 + 1.5), pytest.approx(-1.0)]
   assert {c["verdict"] for c in cs} == {"inconclusive"} and all(c["n_seeds"] == 1 for c in cs)
   no_adaptive = analysis.adaptation_summary(_adaptation_rows(table), (0.2, 0.4))
-  assert analysis.adaptation_claims(no_adaptive, "video", 0)[2]["verdict"] == "not testable"
+  assert analysis.adaptation_claims({0: no_adaptive}, "video")[2]["verdict"] == "not testable"
+  # over seeds: each claim pairs the seeds that have its numbers (the adaptive model: seed 0 only)
+  cs = analysis.adaptation_claims({0: s, 1: no_adaptive, 2: no_adaptive}, "images")
+  assert [c["n_seeds"] for c in cs] == [3, 3, 1] and cs[1]["verdict"] == "reproduced"
+
+
+def test_shared_per_unit_compares_two_domains_on_the_pairs_both_have():
+  images = analysis.adaptation_summary(_adaptation_rows({0.2: {0.2: 50.0, 0.4: 60.0}, 0.4: {0.2: 40.0, 0.3: 45.0, 0.4: 60.0}}), (0.2, 0.4))
+  video = analysis.adaptation_summary(_adaptation_rows({0.3: {0.3: 50.0, 0.4: 49.0}, 0.4: {0.2: 55.0, 0.3: 58.0, 0.4: 60.0}}), (0.3, 0.4))
+  a, b = analysis.shared_per_unit(images, video)  # shared: (0.4, 0.2) and (0.4, 0.3)
+  assert a == pytest.approx((20 / 0.2 + 15 / 0.1) / 2) and b == pytest.approx((5 / 0.2 + 2 / 0.1) / 2)
+  with pytest.raises(ValueError, match="share no"):
+    analysis.shared_per_unit(images, analysis.adaptation_summary(_adaptation_rows({0.6: {0.6: 1.0, 0.9: 2.0}}), (0.6,)))
 
 
 def test_format_table_is_text_when_printed_and_a_table_when_displayed():

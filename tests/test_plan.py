@@ -161,3 +161,14 @@ def test_another_profile_asks_for_the_same_video_runs_with_its_own_configs():
       assert (other.kind, other.e_c, other.seed, other.allocation, other.video_task, other.adaptive) == \
           (cfg.kind, cfg.e_c, cfg.seed, cfg.allocation, cfg.video_task, cfg.adaptive), label
       assert other.name.startswith("smoke_") and other.steps == 8, label
+
+
+def test_the_chapters_configs_of_the_small_profile_are_the_plans():
+  from mone.chapters import analysis
+  image, mone = (lambda **ov: experiments.image_config("small", **ov)), (lambda e_c, **ov: analysis.mone_config("small", e_c, **ov))
+  assert results.config_hash(image(kind="vit", seed=1)) == results.config_hash(plan.image(kind="vit", seed=1))
+  assert results.config_hash(mone(0.3, seed=2, **{"model.router": "random"})) == results.config_hash(plan.mone(0.3, seed=2, **{"model.router": "random"}))
+  for task in experiments.TASKS:
+    assert results.config_hash(experiments.video_config("small", task, kind="matvit")) == results.config_hash(plan.video(task, kind="matvit"))
+    assert results.config_hash(analysis.mone_config("small", 0.4, task=task, seed=1)) == results.config_hash(plan.video_mone(task, 0.4, seed=1))
+  assert results.config_hash(analysis.table1_config("small", "uniform", None)) == results.config_hash(plan.allocation("uniform", None))

@@ -9,8 +9,8 @@ The order puts the headline comparisons first, one seed at a time (seed 0's runs
 headline figure a first, single-seed answer; seeds 1 and 2 then make the claims decidable);
 single-seed studies come last, the costliest (isoFLOPs) at the very end.
 
-The configs are those the chapters will ask for once `experiments.image_config('small')`
-starts from `recipes.digits64` (a test checks that they stay the same).
+The configs are those the chapters ask for: `experiments.image_config('small')` and
+`video_config('small', task)` start from the same recipes (a test checks that they agree).
 """
 from mone import capacity, results
 from mone.chapters import analysis, experiments

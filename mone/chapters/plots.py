@@ -193,7 +193,7 @@ def video_tokens_figure(video, full, tubelet: int, patch: int, masks=None, label
 def adaptation_figure(curves: dict, title: str, per: str = "image"):
   """Figure 5: each model's accuracy over the inference budgets it was evaluated at (`curves`:
   label -> points sorted by e_c; the adaptive model, label 'Train Adaptive', dashed), a star at
-  each model's training e_c, and the budgets on the top axis."""
+  each model's training e_c, and the budgets on the top axis (the adaptive model's, if there is one)."""
   import matplotlib.pyplot as plt
   fig, ax = plt.subplots(figsize=(6, 4.2))
   unit = flops_axis(ax, [p["gflops"] for pts in curves.values() for p in pts], per=per)
@@ -202,8 +202,9 @@ def adaptation_figure(curves: dict, title: str, per: str = "image"):
                       ls="--" if label == "Train Adaptive" else "-", label=label)
     star = [p for p in pts if p["e_c"] == p["train_e_c"]]
     ax.plot([p["gflops"] / unit for p in star], [p["accuracy_pct"] for p in star], "*", ms=16, color=line.get_color())
-  top = ax.secondary_xaxis("top")
-  top.set_xticks([p["gflops"] / unit for p in curves["Train Adaptive"]], labels=[f"{p['e_c']:g}" for p in curves["Train Adaptive"]])
+  top = ax.secondary_xaxis("top")  # the budgets of the adaptive model's curve (or, before it exists, the longest)
+  ref = curves.get("Train Adaptive") or max(curves.values(), key=len)
+  top.set_xticks([p["gflops"] / unit for p in ref], labels=[f"{p['e_c']:g}" for p in ref])
   top.set_xlabel("inference $e_c$")
   ax.set(ylabel="top-1 accuracy (%)", title=title)
   ax.grid(alpha=0.3)
