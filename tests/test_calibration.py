@@ -8,7 +8,7 @@ def run(vals, trains, steps=8000, every=1000):
   curve = [{"step": every * (i + 1), "train_loss": 1.0, "train_accuracy": t, "val_accuracy": v}
            for i, (v, t) in enumerate(zip(vals, trains))]
   return {"name": "digits64", "kind": "vit", "train_steps": steps, "curve": curve, "accuracy": vals[-1],
-          "config_hash": "abc", "config": {"lr": 1e-3, "weight_decay": 0.1, "num_train": 50_000}}
+          "config_hash": "abc", "config": {"lr": 1e-3, "weight_decay": 0.1, "num_train": 50_000, "seed": 0}}
 
 
 def test_check_measures_the_last_quarter_and_the_final_gap():
@@ -20,7 +20,7 @@ def test_check_measures_the_last_quarter_and_the_final_gap():
   c = calibration.check(run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000))
   assert c["from_step"] == 3000 and c["last_quarter_gain"] == pytest.approx(0.05)
   assert not c["plateau"] and c["not_memorised"]
-  assert "not a plateau" in calibration.table([run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)])
+  assert "| abc | 0 | 4000 |" in (t := calibration.table([run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)])) and "not a plateau" in t
 
 
 def test_a_gain_or_gap_exactly_at_its_threshold_meets_it_despite_float_rounding():

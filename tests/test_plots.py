@@ -191,3 +191,14 @@ def test_figure6_claims_pair_seeds_per_study_and_are_not_testable_without_runs()
   assert c["seeds"] == [0, 1, 2] and c["verdict"] == "reproduced" and "0.2" in c["claim"]
   none = comparisons.figure6(curve, {}, {1: routers[1]}, {0.2: {}}, {0.2: {0: 70.0}}, 0.3)
   assert [x["verdict"] for x in none] == ["not testable"] * 3
+
+
+def test_figure4_claims_are_not_testable_until_a_seed_has_both_arms():
+  pt = lambda g, a, e_c=None, w=None: {"gflops": g, "accuracy_pct": a, "e_c": e_c, "width_index": w, "learned": True}
+  only_dense = {2: {("temporal", "ViViT"): [pt(2.0, 95.0)]}}
+  got = comparisons.figure4(only_dense, "temporal", "SSv2", 1.0, 1.95)
+  assert [c["verdict"] for c in got] == ["not testable"] * 3
+  assert [c["id"] for c in got] == ["fig4.temporal.mone_no_drop", "fig4.temporal.flops_reduction", "fig4.temporal.mone_beats_matvivit"]
+  both = {2: {**only_dense[2], ("temporal", "MoNE"): [pt(1.0, 94.5, 0.4)]}}
+  no_drop, reduction, _ = comparisons.figure4(both, "temporal", "SSv2", 1.0, 1.95)
+  assert no_drop["n_seeds"] == 1 and no_drop["verdict"] == "inconclusive" and reduction["measured"] == 2.0
