@@ -202,3 +202,13 @@ def test_figure4_claims_are_not_testable_until_a_seed_has_both_arms():
   both = {2: {**only_dense[2], ("temporal", "MoNE"): [pt(1.0, 94.5, 0.4)]}}
   no_drop, reduction, _ = comparisons.figure4(both, "temporal", "SSv2", 1.0, 1.95)
   assert no_drop["n_seeds"] == 1 and no_drop["verdict"] == "inconclusive" and reduction["measured"] == 2.0
+
+
+def test_figure3_says_a_planned_iso_flops_run_is_not_testable_until_it_lands():
+  pt = lambda g, a, e_c=None: {"gflops": g, "accuracy_pct": a, "e_c": e_c, "width_index": None, "learned": True}
+  by_seed = {0: {("v", "ViT"): [pt(2.0, 88.0)], ("v", "MoNE"): [pt(0.5, 84.0, 0.2), pt(0.9, 87.0, 0.4)]}}
+  ids = lambda out: {c["id"]: c["verdict"] for c in out}
+  assert "fig3.iso_flops_helps" not in ids(comparisons.figure3(by_seed, "v", 1.0))
+  assert ids(comparisons.figure3(by_seed, "v", 1.0, iso_planned=True))["fig3.iso_flops_helps"] == "not testable"
+  by_seed[0]["v", "MoNE-isoFLOPs"] = [pt(0.5, 85.0, 0.2)]
+  assert ids(comparisons.figure3(by_seed, "v", 1.0, iso_planned=True))["fig3.iso_flops_helps"] == "inconclusive"

@@ -144,7 +144,7 @@ def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   # a figure's claims need a seed with its dense model and MoNE at e_c = 0.4 (the FLOPs ratio)
   paired = lambda panel, dense: any((panel, dense) in c and any(p["e_c"] == 0.4 for p in c.get((panel, "MoNE"), []))
                                     for c in by_seed.values())
-  out = comparisons.figure3(by_seed, VARIANT, TOLERANCE) if paired(VARIANT, "ViT") else []
+  out = comparisons.figure3(by_seed, VARIANT, TOLERANCE, iso_planned=True) if paired(VARIANT, "ViT") else []
   for task, paper in (("temporal", "SSv2"), ("appearance", "Kinetics-400")):
     if paired(task, "ViViT"):
       out += comparisons.figure4(by_seed, task, paper, TOLERANCE, comparisons.VIDEO_MIN_REDUCTION)
