@@ -5,7 +5,9 @@
 papermill gives the cell it injects (the parameters) a new random id on every run, so every rerun
 would change every executed notebook in git even when nothing else did. Here that cell's id is the
 fixed 'injected-parameters', and it is tagged 'remove-cell' (the book shows the chapter's verdicts
-first, not a cell of parameters); everything else is papermill's output, unchanged.
+first, not a cell of parameters); and the timestamps and durations of the run are removed. The
+rest is papermill's output, unchanged: a rerun that computes the same outputs leaves the executed
+notebook byte for byte as it was.
 """
 import sys
 
@@ -15,18 +17,35 @@ import papermill
 INJECTED_ID = "injected-parameters"
 
 
+# When each cell ran and for how long: rewritten by every run, so a rerun that changed no output
+# would still change every executed notebook in git. The book shows none of it.
+TIMINGS = ("start_time", "end_time", "duration")
+
+
+def strip_timings(nb) -> None:
+  """Removes the kernel's and papermill's timestamps and durations from an executed notebook."""
+  for key in TIMINGS:
+    nb.metadata.get("papermill", {}).pop(key, None)
+  for c in nb.cells:
+    c.metadata.pop("execution", None)
+    for key in TIMINGS:
+      c.metadata.get("papermill", {}).pop(key, None)
+
+
 def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: str | None = None, **params):
   """papermill.execute_notebook with parameters {'profile': profile, **params} and the python3
-  kernel. Only parameters given are injected: a default run's executed notebook stays the same."""
+  kernel. Only parameters given are injected: a default run's executed notebook stays the same,
+  and its timings are stripped (`strip_timings`), so a rerun that computes the same outputs
+  leaves it byte for byte as it was."""
   nb = papermill.execute_notebook(src, out, parameters={"profile": profile, **params}, kernel_name="python3",
                                   progress_bar=progress_bar, cwd=cwd)
-  injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
-  for c in injected:
-    c.id = INJECTED_ID
-    if "remove-cell" not in c.metadata.tags:
-      c.metadata.tags.append("remove-cell")
-  if injected:
-    nbformat.write(nb, out)
+  for c in nb.cells:
+    if "injected-parameters" in c.metadata.get("tags", []):
+      c.id = INJECTED_ID
+      if "remove-cell" not in c.metadata.tags:
+        c.metadata.tags.append("remove-cell")
+  strip_timings(nb)
+  nbformat.write(nb, out)
   return nb
 
 

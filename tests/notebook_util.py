@@ -71,6 +71,9 @@ def check_smoke_run(notebook: Path, smoke_env: Path):
   source_ids = [c.id for c in nbformat.read(notebook, as_version=4).cells]
   assert [c.id for c in executed.cells if c.id != run_notebook.INJECTED_ID] == source_ids
   assert run_notebook.INJECTED_ID in [c.id for c in executed.cells]
+  # No timings: a rerun with the same outputs leaves the executed notebook unchanged in git.
+  assert not any("execution" in c.metadata or set(run_notebook.TIMINGS) & set(c.metadata.get("papermill", {}))
+                 for c in executed.cells) and not set(run_notebook.TIMINGS) & set(executed.metadata.get("papermill", {}))
   outputs = json.dumps([c.get("outputs", []) for c in executed.cells])
   for private in {str(REPO), str(smoke_env), str(Path.home())} - {"/"}:
     assert private not in outputs, f"{private} leaks into the outputs of {notebook.name}"
