@@ -1,17 +1,17 @@
-"""Where the recalibrated profile's headline claims stand, from the run files landed so far.
+"""Where the small profile's headline claims stand, from the run files landed so far.
 
-The chapters switch to the recalibrated profile (`mone.chapters.plan`: `recipes.digits64` and
-the moving-digits recipes) once all of its runs are in. Until then this module answers, from the
-committed run files alone, how each headline comparison of issue 24 is decided today: Figure 3
-(ViT vs MoNE, MoNE vs MatViT and MoD at equal FLOPs), Figure 4 per video task, Figure 6c
-(learned vs random router) and Table 1 (MoNE vs the other allocations), each over the paired
-seeds that trained both arms (`mone.chapters.claims`: fewer than 3 is inconclusive). A run that
-has not landed is left out, never trained here.
+The small profile's runs (`mone.chapters.plan`) are trained by `scripts/train_queue.py` over
+many sessions and committed as they land. This module answers, from the committed run files
+alone, how each headline comparison of issue 24 is decided today: Figure 3 (ViT vs MoNE, MoNE vs
+MatViT and MoD at equal FLOPs), Figure 4 per video task, Figure 6c (learned vs random router) and
+Table 1 (MoNE vs the other allocations), each over the paired seeds that trained both arms
+(`mone.chapters.claims`: fewer than 3 is inconclusive). A run that has not landed is left out,
+never trained here (`landed`; the chapters read their runs with it too).
 
   .venv/bin/python -m mone.chapters.headlines      # every claim, its seeds and 95% CI
 
-The chapters build their claims with the same functions (`comparisons.figure3`, `figure4`), so
-what this prints is what they will say with the runs landed so far.
+The chapters build their claims with the same functions (`comparisons.figure3`, `figure4`,
+`table1_claims`), so what this prints is what they say.
 """
 import re
 
@@ -20,7 +20,7 @@ from mone.chapters import analysis, claims, comparisons, experiments, plan
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
 TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (as chapters 03-04)
-_LABEL = re.compile(r"^(?:(?P<task>temporal|appearance|Table 1): )?(?P<model>.+), seed (?P<seed>\d+)$")
+_SEED = re.compile(r", seed (\d+)$")  # every planned run's label ends so
 
 
 def landed(runs=None, train: bool = False, recompute: bool = False) -> list[tuple[str, int, dict]]:
@@ -30,16 +30,16 @@ def landed(runs=None, train: bool = False, recompute: bool = False) -> list[tupl
   profiles' chapters do; the small profile's are trained by `scripts/train_queue.py`."""
   out = []
   for label, cfg in plan.runs() if runs is None else runs:
-    m = _LABEL.match(label)
+    m, path = _SEED.search(label), experiments.run_path(cfg)
     if m is None:
       raise ValueError(f"a planned run's label ends with ', seed N', got {label!r}")
     if train:
       metrics = experiments.run(cfg, recompute, progress=False)
-    elif experiments.run_path(cfg).exists():
-      metrics = results.read_json(experiments.run_path(cfg))
+    elif path.exists():
+      metrics = results.read_json(path)
     else:
       continue
-    out.append((label.rpartition(", seed ")[0], int(m["seed"]), metrics))
+    out.append((label[:m.start()], int(m[1]), metrics))
   return out
 
 
