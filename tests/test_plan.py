@@ -171,3 +171,13 @@ def test_the_chapters_configs_of_the_small_profile_are_the_plans():
     assert results.config_hash(experiments.video_config("small", task, kind="matvit")) == results.config_hash(plan.video(task, kind="matvit"))
     assert results.config_hash(analysis.mone_config("small", 0.4, task=task, seed=1)) == results.config_hash(plan.video_mone(task, 0.4, seed=1))
   assert results.config_hash(analysis.table1_config("small", "uniform", None)) == results.config_hash(plan.allocation("uniform", None))
+
+
+def test_chapters_read_the_plans_seeds_and_train_only_off_the_small_profile():
+  assert plan.seeds("small", seed=7) == plan.SEEDS and len(plan.SEEDS) >= 3
+  assert plan.seeds("smoke") == (0, 1) and plan.seeds("paper", seed=7) == (7,)
+  assert not plan.trains("small") and plan.trains("small", recompute=True)
+  assert plan.trains("smoke") and plan.trains("paper")
+  for bad in (lambda: plan.seeds("tiny"), lambda: plan.trains("tiny")):
+    with pytest.raises(ValueError, match="profile"):
+      bad()

@@ -20,6 +20,22 @@ SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
 RECIPE = "digits64"
 
 
+def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
+  """The seeds a chapter reads: the plan's for the small profile; two for smoke, so that its
+  tests run the chapters' over-seeds code; the one given for paper (`-p seed N`), where each
+  run is a machine's budget."""
+  experiments.check_profile(profile)
+  return {"smoke": (0, 1), "small": SEEDS, "paper": (seed,)}[profile]
+
+
+def trains(profile: str, recompute: bool = False) -> bool:
+  """Whether a chapter trains its runs: the small profile's are trained by
+  `scripts/train_queue.py` and committed, so its chapters only read them (unless recompute);
+  the smoke and paper profiles' chapters train theirs (`headlines.landed(train=True)`)."""
+  experiments.check_profile(profile)
+  return profile != "small" or recompute
+
+
 def image(**overrides) -> recipes.TrainConfig:
   """A small-profile image config: the recipe on one device (so that a run computes the same
   on any machine's device count), with overrides."""
