@@ -99,8 +99,10 @@ endif
 INPUTS := .cache/figures/$(PROFILE)$(if $(SEED),-seed$(SEED))
 EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 
+# The book's verdict changes against the first small profile (book/changes.md) follow the small profile only.
 figures: $(EXECUTED)
 	$(PY) -m mone.chapters.claims $(VERDICTS)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile)
 
 # In order: a chapter reuses the runs of the chapters before it.
 $(foreach i,$(shell seq 2 $(words $(CHAPTERS))),$(eval $(word $(i),$(EXECUTED)): | $(word $(shell expr $(i) - 1),$(EXECUTED))))

@@ -138,6 +138,13 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   # Every chapter of the book has its claims.
   chapters = sorted(p.stem for p in (results.REPO / "notebooks").glob("[0-9]*.ipynb"))
   assert sorted(claims.load(results.RESULTS)) == chapters
+  # The book's page of verdict changes since the first small profile is generated too, and that
+  # profile's claims cover the same chapters.
+  first = results.RESULTS / "first_profile"
+  assert sorted(claims.load(first)) == chapters
+  changes = (results.REPO / "book" / "first_profile_changes.md").read_text()
+  assert changes == claims.changes(claims.load(first), claims.load(results.RESULTS)), \
+      "run `python -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile`"
   for chapter, cs in claims.load(results.RESULTS).items():
     assert cs and all(c["id"].split(".")[0] for c in cs), chapter
     json.dumps(cs)
