@@ -71,15 +71,15 @@ def figure3(by_seed: dict, variant: str, tolerance: float, iso_planned: bool = F
   at_mod = {s: d for s, d in at_mod.items() if np.isfinite(d)}
   out.append(claims.trained("fig3.mone_beats_mod", text, paper, at_mod, relation="beats", tolerance=0.0, learned=learned)
              if at_mod else claims.not_testable("fig3.mone_beats_mod", text, paper, "trained", "MoD's FLOPs lie outside MoNE's curve"))
-  if not iso and iso_planned:
-    out.append(claims.not_testable("fig3.iso_flops_helps", "isoFLOPs training improves MoNE at the lowest e_c",
-                                   "improves, most at low FLOPs", "trained", "the isoFLOPs run has not landed yet"))
+  text, paper = "isoFLOPs training improves MoNE at the lowest e_c", "improves, most at low FLOPs"
   if iso:
     iso_e_c = next(iter(iso.values()))[0]["e_c"]
     plain = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, iso_e_c)) is not None}
-    out.append(claims.trained("fig3.iso_flops_helps", f"isoFLOPs training improves MoNE at the lowest e_c ({iso_e_c})",
-                              "improves, most at low FLOPs", {s: pts[0]["accuracy_pct"] for s, pts in iso.items()}, plain,
+    out.append(claims.trained("fig3.iso_flops_helps", f"{text} ({iso_e_c})", paper,
+                              {s: pts[0]["accuracy_pct"] for s, pts in iso.items()}, plain,
                               relation="beats", tolerance=0.0, learned=learned))
+  elif iso_planned:
+    out.append(claims.not_testable("fig3.iso_flops_helps", text, paper, "trained", "the isoFLOPs run has not landed yet"))
   return out
 
 
