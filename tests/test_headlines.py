@@ -30,6 +30,10 @@ def test_image_claims_pair_the_landed_seeds_and_skip_the_missing_runs(tmp_path, 
     _land(plan.mone(0.2, seed=s, **{"model.router": "random"}), mone - 0.10 - 0.01 * s, gflops=0.5)
   _land(plan.image(kind="matvit"), None, gflops=2.0, widths=[0.5, 0.8, 0.85, 0.88])  # seed 0 only
   runs = headlines.landed()
+  planned = plan.image_runs()
+  missing = headlines.pending(planned)  # MatViT at seeds 1-2 among them; a chapter that trains has none
+  assert "MatViT, seed 1" in missing and "ViT, seed 0" not in missing and headlines.pending(planned, train=True) == []
+  assert len(missing) == len(planned) - 13
   assert len(runs) == 13 and {b for b, _, _ in runs} >= {"ViT", "MoNE e_c=0.4", "MatViT"}
   by_seed = headlines.curves_by_seed(runs)
   assert [p["e_c"] for p in by_seed[1][headlines.VARIANT, "MoNE"]] == [0.2, 0.4]

@@ -43,8 +43,11 @@ def landed(runs=None, train: bool = False, recompute: bool = False) -> list[tupl
   return out
 
 
-def pending(runs=None) -> list[str]:
-  """The labels of the planned runs (runs: as `landed`) whose run file does not exist yet."""
+def pending(runs=None, train: bool = False) -> list[str]:
+  """The labels of the planned runs (runs: as `landed`) whose run file does not exist yet; none
+  where the chapter trains its runs (train, as `landed`), since it trains the missing ones."""
+  if train:
+    return []
   return [label for label, cfg in (plan.runs() if runs is None else runs) if not experiments.run_path(cfg).exists()]
 
 
