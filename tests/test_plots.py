@@ -212,3 +212,28 @@ def test_figure3_says_a_planned_iso_flops_run_is_not_testable_until_it_lands():
   assert ids(comparisons.figure3(by_seed, "v", 1.0, iso_planned=True))["fig3.iso_flops_helps"] == "not testable"
   by_seed[0]["v", "MoNE-isoFLOPs"] = [pt(0.5, 85.0, 0.2)]
   assert ids(comparisons.figure3(by_seed, "v", 1.0, iso_planned=True))["fig3.iso_flops_helps"] == "inconclusive"
+
+
+def test_against_dense_pairs_each_point_with_its_own_seed_and_training_compute_is_relative_to_dense():
+  by_seed = {s: {("v", "ViT"): [_point(0.02, 60.0 + s)],
+                 ("v", "MatViT"): [{**_point(0.005, 50.0 + 2 * s), "width_index": 0}, {**_point(0.02, 62.0 + s), "width_index": 1}],
+                 ("v", "MoNE"): [_point(0.01, 58.0, 0.4)]} for s in (0, 1, 2)}
+  del by_seed[2]["v", "MoNE"]  # MoNE trained at seeds 0 and 1 only
+  rows = comparisons.against_dense(by_seed, "v")
+  assert [(r["label"], r["gflops"]) for r in rows] == [("MatViT", 0.005), ("MoNE", 0.01), ("MatViT", 0.02)]
+  narrow, mone, full = rows
+  assert narrow["minus_dense"] == pytest.approx(-9.0) and narrow["ci_low"] < -9.0 < narrow["ci_high"]  # -10, -9, -8
+  assert full["minus_dense"] == pytest.approx(2.0) and full["ci_low"] == full["ci_high"] == pytest.approx(2.0)
+  assert mone["n_seeds"] == 2 and mone["minus_dense"] == pytest.approx(-2.5)  # 58 - 60, 58 - 61
+  del by_seed[1]["v", "MoNE"]
+  alone = next(r for r in comparisons.against_dense(by_seed, "v") if r["label"] == "MoNE")
+  assert alone["n_seeds"] == 1 and alone["ci_low"] is None and alone["ci_high"] is None
+  with pytest.raises(ValueError, match="dense model 'ViViT'"):
+    comparisons.against_dense(by_seed, "v", dense="ViViT")
+  runs = [("ViT", s, {"train_gflops": 100.0 + s, "train_steps": 8000}) for s in (0, 1, 2)]
+  runs += [("MatViT", 0, {"train_gflops": 202.0, "train_steps": 8000})]
+  rows = {r["label"]: r for r in comparisons.training_compute(runs)}
+  assert rows["ViT"]["x_dense"] == pytest.approx(1.0) and rows["ViT"]["n_seeds"] == 3
+  assert rows["MatViT"]["x_dense"] == pytest.approx(2.0) and rows["MatViT"]["train_tflops"] == pytest.approx(0.202)
+  with pytest.raises(ValueError, match="dense model 'ViViT'"):
+    comparisons.training_compute(runs, dense="ViViT")

@@ -142,3 +142,50 @@ def figure6(curve: dict, later: dict, routers: dict, learned: dict, random: dict
              if set(learned.get(lowest, {})) & set(random[lowest])
              else claims.not_testable("fig6.learned_beats_random", text_c, paper_c, "trained", f"no seed has both routers at e_c = {lowest}"))
   return out
+
+
+def against_dense(by_seed: dict, key: str, dense: str = "ViT") -> list[dict]:
+  """Every point of panel `key` minus the dense model's accuracy, paired over the seeds that
+  trained both (a point is one model at one capacity e_c or nested width; FLOPs do not depend on
+  the seed). Rows {label, e_c, width_index, gflops, minus_dense, ci_low, ci_high, n_seeds}, in
+  FLOPs order; the CI is the t-interval of `claims.paired_ci` (None with one seed).
+
+  This puts every baseline on one footing: e.g. MatViT's full width against the dense ViT shows
+  what its joint training alone adds, at the same inference FLOPs."""
+  base = _arm(by_seed, key, dense)
+  if not base:
+    raise ValueError(f"no seed trained the dense model {dense!r} of panel {key!r}")
+  rows = []
+  for label in sorted({l for c in by_seed.values() for k, l in c if k == key and l != dense}):
+    arm = _arm(by_seed, key, label)
+    diffs = {}
+    for s in sorted(set(arm) & set(base)):
+      for p in arm[s]:
+        point = (p["e_c"], p.get("width_index"))
+        diffs.setdefault(point, (p["gflops"], []))[1].append(p["accuracy_pct"] - base[s][0]["accuracy_pct"])
+    for (e_c, width), (gflops, d) in diffs.items():
+      mean, low, high = claims.paired_ci(d)
+      ci = (None, None) if np.isnan(low) else (low, high)  # None, not NaN: results/ is strict JSON
+      rows.append({"label": label, "e_c": e_c, "width_index": width, "gflops": gflops, "minus_dense": mean,
+                   "ci_low": ci[0], "ci_high": ci[1], "n_seeds": len(d)})
+  return sorted(rows, key=lambda r: (r["gflops"], r["label"]))
+
+
+def training_compute(runs: list[tuple[str, int, dict]], dense: str = "ViT") -> list[dict]:
+  """Each model's training compute from its run files (`headlines.landed`: (label, seed,
+  metrics)): steps and training FLOPs (`train_gflops`: forward and backward of every training
+  example), the mean over its seeds, and as a multiple of the dense model's. Inference FLOPs
+  compare models at deployment; this says how much each one was trained (MatViT's joint loss
+  runs all nested widths every step; isoFLOPs runs train longer)."""
+  by_label = {}
+  for label, _, m in runs:
+    by_label.setdefault(label, []).append(m)
+  if dense not in by_label:
+    raise ValueError(f"no landed run is the dense model {dense!r}; labels: {sorted(by_label)}")
+  ref = float(np.mean([m["train_gflops"] for m in by_label[dense]]))
+  rows = []
+  for label, ms in by_label.items():
+    tflops = float(np.mean([m["train_gflops"] for m in ms])) / 1e3
+    rows.append({"label": label, "n_seeds": len(ms), "steps": int(np.mean([m["train_steps"] for m in ms])),
+                 "train_tflops": tflops, "x_dense": tflops * 1e3 / ref})
+  return rows
