@@ -39,6 +39,22 @@ def test_overlap_thresholds_coverage_and_skips_undefined_images():
     routers.overlap(sel[:, :2], cov)
 
 
+def test_expert_object_share_by_hand():
+  assignment = np.array([[0, 0, 1, 3], [3, 1, 0, 0]])
+  obj = np.array([[False, False, True, True], [False, True, False, False]])
+  rows = routers.expert_object_share(assignment, obj, 4)
+  assert [r["tokens_pct"] for r in rows] == pytest.approx([50.0, 25.0, 0.0, 25.0])
+  # expert 1 holds 2 tokens, both object; expert 3 holds 2, one object; expert 2 holds none (NaN)
+  assert [r["object_share_pct"] for r in rows][:2] == pytest.approx([0.0, 100.0]) and np.isnan(rows[2]["object_share_pct"])
+  assert rows[3]["object_share_pct"] == pytest.approx(50.0)
+  assert [r["gets_object_pct"] for r in rows] == pytest.approx([0.0, 200 / 3, 0.0, 100 / 3])
+  assert {r["object_pct"] for r in rows} == {37.5}
+  with pytest.raises(ValueError, match=r"experts in \[0, 2\]"):
+    routers.expert_object_share(assignment, obj, 3)
+  with pytest.raises(ValueError, match="same shape"):
+    routers.expert_object_share(assignment[:, :3], obj, 4)
+
+
 # ------------------------------------------------------------ random baseline ---
 
 

@@ -147,6 +147,33 @@ def overlap_rows(selected: dict, object_tokens) -> list[dict]:
   return rows + [{"router": "random (expected)", **random_router_baseline(object_tokens, first.sum(-1))}]
 
 
+def expert_object_share(assignment, object_mask, num_experts: int, min_fraction: float = OBJECT_FRACTION) -> list[dict]:
+  """Where a router sends the object tokens, pooled over images: for each nested expert (0 =
+  the smallest), the percentage of all tokens it processes ('tokens_pct'), the percentage of its
+  tokens that are object tokens ('object_share_pct': a router blind to the object gives every
+  expert the base rate, 'object_pct'), and the percentage of all object tokens it receives
+  ('gets_object_pct').
+
+  Figure 1 ranks tokens by the full expert's probability alone; this says whether a router that
+  does not put the object there separates it at all, and in which experts.
+  assignment: int [n, N], EPR's expert per token (`router_outputs`); object_mask as `overlap`."""
+  a = np.asarray(assignment)
+  o = object_tokens(object_mask, min_fraction)
+  if a.shape != o.shape:
+    raise ValueError(f"assignment {a.shape} and object_mask {o.shape} must have the same shape")
+  if not isinstance(num_experts, int) or num_experts < 1:
+    raise ValueError(f"num_experts must be a positive int, got {num_experts!r}")
+  if a.size and (a.min() < 0 or a.max() >= num_experts):
+    raise ValueError(f"assignment must hold experts in [0, {num_experts - 1}], got [{a.min()}, {a.max()}]")
+  rows = []
+  for e in range(num_experts):
+    mine = a == e
+    rows.append({"expert": e, "tokens_pct": 100 * float(mine.mean()),
+                 "object_share_pct": 100 * float(_ratio(o[mine].sum(), mine.sum())),
+                 "gets_object_pct": 100 * float(_ratio(o[mine].sum(), o.sum())), "object_pct": 100 * float(o.mean())})
+  return rows
+
+
 def random_router_baseline(object_mask, num_selected, min_fraction: float = OBJECT_FRACTION) -> dict:
   """Expected `overlap` scores of a router that picks num_selected tokens per image uniformly
   at random (the random router of Sec. 6 under the same capacities), computed exactly.
