@@ -1,4 +1,5 @@
-"""The accuracy claims of Figures 3 and 4, built from a chapter's curves over seeds.
+"""The accuracy claims of Figures 3, 4 and 6, built from a chapter's curves over seeds, and the
+diagnostics beside them (every point against the dense model; training compute per model).
 
 A curve is a list of points (`analysis.points`: 'gflops', 'accuracy_pct', 'e_c', 'learned');
 `curves[key, label]` holds one per model size or task (key) and model (label), and `by_seed`
