@@ -118,6 +118,40 @@ def test_write_load_and_render(tmp_path, monkeypatch):
   assert "1 reproduced, 1 not testable" in page
 
 
+def test_caveats_print_under_their_chapter_on_the_landing_page(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  claims.write([claims.arithmetic("fig8.a", "c", 1.0, 1.0)], "08_figure8")
+  claims.write([claims.arithmetic("fig9.a", "c", 1.0, 1.0)], "09_figure9")
+  path = claims.write_caveats(["The task does not separate the widths (1.7 points, the bar is 5)."], "09_figure9")
+  assert path == tmp_path / "09_figure9" / "caveats.json"
+  assert claims.load_caveats() == {"09_figure9": ["The task does not separate the widths (1.7 points, the bar is 5)."]}
+  page = claims.landing_page()
+  caveat = "> **Caveat.** The task does not separate the widths (1.7 points, the bar is 5).\n"
+  assert page.count("> **Caveat.**") == 1
+  # Under its own chapter's heading, above that chapter's table, not under the other chapter.
+  assert page.index("09_figure9>`**") < page.index(caveat) < page.index("{doc}`fig9.a")
+  assert page.index("{doc}`fig8.a") < page.index("09_figure9>`**")
+  claims.write_caveats([], "09_figure9")  # the caveat no longer holds: it leaves the page
+  assert "Caveat" not in claims.landing_page()
+  for bad in ("one sentence", [""], [3]):
+    with pytest.raises(ValueError, match="caveats must be a list of non-empty sentences"):
+      claims.write_caveats(bad, "09_figure9")
+  assert claims.load_caveats() == {"09_figure9": []}  # a refused write leaves the file as it was
+
+
+def test_the_chapters_glued_table_opens_with_its_caveats(tmp_path, monkeypatch):
+  import IPython.display
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  glued = []
+  monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: glued.append(obj))
+  cs = [claims.arithmetic("fig9.a", "c", 1.0, 1.0)]
+  claims.show(cs, "09_figure9")
+  claims.write_caveats(["Barely separated."], "09_figure9")
+  claims.show(cs, "09_figure9")
+  (before,), (after,) = ([v for k, v in g.items() if k.endswith("text/markdown")] for g in glued)
+  assert "Caveat" not in before and after.startswith("> **Caveat.** Barely separated.\n\n| Verdict |")
+
+
 def test_check_refuses_malformed_claims():
   good = claims.arithmetic("a.b", "c", 1.0, 1.0)
   with pytest.raises(ValueError, match="unique"):

@@ -200,6 +200,31 @@ def load(root: Path | None = None) -> dict[str, list[dict]]:
   return {p.parent.name: check(json.loads(p.read_text())) for p in sorted(root.glob("*/claims.json"))}
 
 
+def write_caveats(caveats: list[str], notebook: str) -> Path:
+  """Writes results/<notebook>/caveats.json (atomically): sentences, generated from measurements,
+  that qualify every claim of the chapter, such as a task that does not separate the models it
+  compares. The landing page prints them under the chapter's heading, so a reader of the table
+  sees them beside the verdicts. An empty list writes an empty file: the caveat no longer holds."""
+  from mone import results
+  if not isinstance(caveats, list) or not all(isinstance(c, str) and c.strip() for c in caveats):
+    raise ValueError(f"caveats must be a list of non-empty sentences, got {caveats!r}")
+  path = results.results_root() / notebook / "caveats.json"
+  results.atomic_write_json(path, caveats)
+  return path
+
+
+def load_caveats(root: Path | None = None) -> dict[str, list[str]]:
+  """Every chapter's caveats under root (default: `results.results_root()`), {chapter: sentences}."""
+  from mone import results
+  root = Path(root) if root is not None else results.results_root()
+  return {p.parent.name: json.loads(p.read_text()) for p in sorted(root.glob("*/caveats.json"))}
+
+
+def _caveat_lines(caveats: list[str]) -> str:
+  """Caveats as Markdown quotes, one paragraph each, to print above a table of claims."""
+  return "".join(f"> **Caveat.** {c}\n\n" for c in caveats)
+
+
 def _fmt(x, unit: str = "") -> str:
   if x is None:
     return "-"
@@ -264,15 +289,18 @@ def _title(chapter: str) -> str:
 
 
 def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/") -> str:
-  """The landing page's verdict section: every claim of every chapter, grouped by chapter, each
-  id linking to its chapter. Generated, never typed: `python -m mone.chapters.claims book/verdicts.md`."""
-  chapters = load(root)
+  """The landing page's verdict section: every claim of every chapter, grouped by chapter (under
+  the heading, the chapter's caveats, `write_caveats`), each id linking to its chapter.
+  Generated, never typed: `python -m mone.chapters.claims book/verdicts.md`."""
+  chapters, caveats = load(root), load_caveats(root)
   everything = [c for cs in chapters.values() for c in cs]
   out = [f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` "
          f"({len(everything)} claims: {counts(everything)}). A trained comparison is decided from paired seeds "
          f"(the 95% CI of MoNE minus the baseline); with fewer than {MIN_SEEDS} seeds it is inconclusive.\n"]
   for chapter, cs in chapters.items():
     out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {counts(cs)}\n")
+    if caveats.get(chapter):
+      out.append(_caveat_lines(caveats[chapter]).rstrip("\n") + "\n")
     out.append(markdown_table(cs, link=f"{doc_prefix}{chapter}"))
   return "\n".join(out)
 
@@ -337,15 +365,17 @@ def downloads(notebook: str, book_dir: Path | None = None) -> str:
 
 
 def show(claims: list[dict], notebook: str | None = None, key: str = "verdicts") -> None:
-  """Prints `summary(claims)` and records their Markdown table (and, with notebook, links to
-  the chapter's files: call it after the chapter has written them) under `key`, hidden, so that
-  the chapter's opening cell can paste it (```{glue:md} verdicts``` with `:format: myst`). The
-  output is the one `myst_nb.glue(key, Markdown(table), display=False)` writes; myst-nb itself is
-  not needed in the kernel, and the book (myst-nb) collects every glued key of a page before
-  rendering it, so the table can open the page although it is computed at its end."""
+  """Prints `summary(claims)` and records their Markdown table under `key`, hidden, so that the
+  chapter's opening cell can paste it (```{glue:md} verdicts``` with `:format: myst`). With
+  notebook, the chapter's caveats (`write_caveats`) go above the table and links to its files
+  below: call it after the chapter has written them. The output is the one
+  `myst_nb.glue(key, Markdown(table), display=False)` writes; myst-nb itself is not needed in
+  the kernel, and the book (myst-nb) collects every glued key of a page before rendering it, so
+  the table can open the page although it is computed at its end."""
   from IPython.display import display
   print(summary(claims))
-  md = markdown_table(claims) + ("\n" + downloads(notebook) if notebook else "")
+  caveats = load_caveats().get(notebook, []) if notebook else []
+  md = _caveat_lines(caveats) + markdown_table(claims) + ("\n" + downloads(notebook) if notebook else "")
   display({GLUE_PREFIX + "text/markdown": md, GLUE_PREFIX + "text/plain": md}, raw=True,
           metadata={"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}})
 
