@@ -159,3 +159,22 @@ def test_standing_reads_each_runs_curve_and_its_full_width():
   assert rows[0]["test_pct"] == 70.0 and rows[0]["seed"] == 2
   assert (round(rows[0]["val_pct"], 6), round(rows[0]["last_quarter_gain"], 6), round(rows[0]["train_minus_val"], 6)) == (80.0, 30.0, 10.0)
   assert rows[1]["val_pct"] is None and rows[1]["test_pct"] == 81.0
+
+
+def test_seed_discrimination_pairs_a_chapters_runs_by_seed_and_the_caveat_follows_the_bar(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))  # no validation records: every MatViT run has val_evals
+  dense = lambda val: {"name": "moving_temporal", "kind": "vit", "accuracy": 0.9, "train_steps": 10, "config_hash": "d",
+                       "curve": [{"step": 10, "val_accuracy": val}]}
+  nested = lambda quarter: {"name": "moving_temporal", "kind": "matvit", "config_hash": "m",
+                            "evals": [{"width_index": i, "accuracy": 0.8} for i in range(4)],
+                            "val_evals": [{"width_index": i, "accuracy": a} for i, a in enumerate((0.5, quarter, 0.9, 0.9))]}
+  runs = [("temporal: ViViT", 0, dense(0.92)), ("temporal: MatViViT", 0, nested(0.90)),
+          ("temporal: ViViT", 1, dense(0.94)), ("temporal: MatViViT", 1, nested(0.90)),
+          ("temporal: ViViT", 2, dense(0.95)),  # no MatViViT run at seed 2: not paired
+          ("temporal: MoNE e_c=0.4", 0, dense(0.5))]
+  gaps = calibration.seed_discrimination(runs)
+  assert sorted(gaps) == [0, 1] and gaps[1]["gap"] == pytest.approx(0.04)
+  mean = calibration.mean_discrimination(list(gaps.values()))
+  (caveat,) = calibration.caveats(mean, "the claims X compare little")
+  assert "3.0 points below the dense ViViT" in caveat and "mean of 2 seeds" in caveat and caveat.endswith("so the claims X compare little.")
+  assert calibration.caveats(None, "x") == [] and calibration.caveats({**mean, "discriminates": True}, "x") == []

@@ -90,6 +90,20 @@ def test_arithmetic_and_timing():
   assert t["verdict"] == "not reproduced" and t["kind"] == "timing" and t["ci95"] is None
 
 
+def test_timing_within_its_margin_is_inconclusive():
+  # 0.8349 is 7% short of 0.90: one run with 10% run-to-run noise cannot settle it; 0.71 is 17% short.
+  near = claims.timing("t.n", "c", "-", 0.8349, target=0.90, margin=0.10)
+  assert near["verdict"] == "inconclusive" and "within 10% of the target" in near["why"]
+  assert claims.timing("t.n", "c", "-", 0.8349, target=0.90)["verdict"] == "not reproduced"  # no margin: as before
+  assert claims.timing("t.f", "c", "-", 0.71, target=0.85, margin=0.10)["verdict"] == "not reproduced"
+  assert claims.timing("t.o", "c", "-", 1.072, target=0.95, margin=0.10)["verdict"] == "reproduced"
+  assert "one run cannot settle it" in claims.markdown_table([near])
+  with pytest.raises(ValueError, match="margin must be in"):
+    claims.timing("t.x", "c", "-", 0.9, target=0.9, margin=1.5)
+  with pytest.raises(ValueError, match="target must be > 0"):
+    claims.timing("t.x", "c", "-", 0.9, target=0.0)
+
+
 def test_claims_keep_four_significant_digits():
   c = claims.arithmetic("a.d", "c", 1.0, 1.0000000012345, tolerance=0.1)
   assert c["measured"] == 1.0

@@ -170,23 +170,32 @@ def test_the_speed_chapter_draws_the_committed_benchmark_files():
   assert len(fig.axes) == len(speed.groups(matmul["rows"], "model", "e_c"))
   plt.close(fig)
   assert speed.block_summary(block["rows"]) and speed.matmul_summary(matmul["rows"]) and speed.masked_summary(full["rows"])
-  checks = [{"workload": "w", "mode": "forward", "batch": 8, "e_c": 0.3, "metric": "efficiency", "target": 0.85,
-             "measured": 0.9, "strict": 0.8, "ok": False}]
-  (claim,) = speed.target_claims(checks)
-  assert claim["id"] == "speed.forward.efficiency.ec03.batch8" and claim["measured"] == 0.8 and claim["verdict"] == "not reproduced"
+  check = {"workload": "w", "mode": "forward", "batch": 8, "e_c": 0.3, "metric": "efficiency", "target": 0.85,
+           "measured": 0.9, "strict": 0.7, "ok": False}
+  near = dict(check, batch=32, strict=0.8)  # 6% short of the target: inside one run's noise
+  claim, close = speed.target_claims([check, near])
+  assert claim["id"] == "speed.forward.efficiency.ec03.batch8" and claim["measured"] == 0.7 and claim["verdict"] == "not reproduced"
+  assert "reaches an efficiency of at least 0.85" in claim["claim"]
+  assert close["verdict"] == "inconclusive" and close["margin"] == speed.ONE_RUN_MARGIN
+  # The GPU summary names each MatViT sub-model by its width: two MoNE capacities can share one.
+  h100 = json.loads((bench / "gpu-h100.json").read_text())
+  (line,) = speed.speedup_summary([r for r in h100["rows"] if r["mode"] == "forward"])
+  assert "1.18x at e_c=0.3 (batch 64, FLOP ratio 3.04)" in line
+  assert "width 192 1.42x (batch 64, FLOP ratio 3.50)" in line and "width 384 1.38x (batch 256, FLOP ratio 1.91)" in line
   assert speed.command("small", "cpu-block.json") == "python -m mone.bench --variant S/16 --batch 8 32 --e-c 0.3 0.5 1.0 --reps 15 --block"
 
 
 def test_figure6_claims_pair_seeds_per_study_and_are_not_testable_without_runs():
   pt = lambda g, a: {"gflops": g, "accuracy_pct": a, "e_c": None, "learned": True}
   curve = {s: [pt(1.0, 80.0 + s), pt(2.0, 90.0 + s)] for s in (0, 1, 2)}
-  later = {1: {0: pt(1.5, 83.0)}, 2: {0: pt(1.5, 86.0)}}
+  later = {1: {0: pt(1.5, 83.0)}, 2: {0: pt(1.5, 86.0)}, 3: {0: pt(2.5, 95.0)}}  # layer 3: beyond the curve
   routers = {1: {0: 85.0, 1: 86.0, 2: 85.5}, 4: {0: 84.0}}
   learned = {0.2: {0: 80.0, 1: 81.0, 2: 80.5}, 0.3: {0: 85.0}}
   random = {0.2: {0: 70.0, 1: 72.0, 2: 71.0}, 0.3: {0: 80.0}}
   a, b, c = comparisons.figure6(curve, later, routers, learned, random, 0.3)
   assert a["id"] == "fig6.first_layer_router_best" and a["seeds"] == [0] and a["measured"] == -1.0  # 85 - 86 at layer 2
   assert a["verdict"] == "inconclusive" and "layer 2: -1.0" in a["note"]
+  assert "layer 3: 2500.0 MFLOPs, outside the curve, not judged" in a["note"]  # said, not silently dropped
   assert b["seeds"] == [0] and b["measured"] == 1.0
   assert c["seeds"] == [0, 1, 2] and c["verdict"] == "reproduced" and "0.2" in c["claim"]
   none = comparisons.figure6(curve, {}, {1: routers[1]}, {0.2: {}}, {0.2: {0: 70.0}}, 0.3)

@@ -186,6 +186,32 @@ def mean_discrimination(ds: list[dict]) -> dict:
           "discriminates": gap >= SUBMODEL_GAP - ROUNDING}
 
 
+def seed_discrimination(runs: list[tuple[str, int, dict]], dense: str = "temporal: ViViT",
+                        nested: str = "temporal: MatViViT") -> dict[int, dict]:
+  """`discrimination` per seed from a chapter's landed runs ((label, seed, metrics), as
+  `headlines.landed`): the `dense` run against the `nested` one of the same seed, for every seed
+  that trained both and has their validation accuracies (a MatViT run's by width in its run file,
+  or for an older one in its validation record)."""
+  records = validation_records()
+  d = {s: m for base, s, m in runs if base == dense}
+  n = {s: m for base, s, m in runs if base == nested}
+  has_val = lambda m: bool(m.get("curve")) and m["curve"][-1].get("val_accuracy") is not None
+  return {s: discrimination(d[s], n[s], records.get(run_name(n[s]))) for s in sorted(set(d) & set(n))
+          if has_val(d[s]) and ("val_evals" in n[s] or run_name(n[s]) in records)}
+
+
+def caveats(mean: dict | None, what: str) -> list[str]:
+  """The caveat (`claims.write_caveats`) of a chapter whose claims rest on a task that falls short of
+  the discrimination bar, from `mean_discrimination`'s result (None: unmeasured, no caveat); `what`
+  names those claims and ends the sentence."""
+  if not mean or mean["discriminates"]:
+    return []
+  seeds = mean["seeds"]
+  return [f"The temporal task does not discriminate between widths: MatViViT's quarter-width sub-model scores "
+          f"{100 * mean['gap']:.1f} points below the dense ViViT on the validation clips (mean of {seeds} "
+          f"seed{'s' * (seeds != 1)}; the bar is {100 * SUBMODEL_GAP:.0f}), so {what}."]
+
+
 def standing(runs: list[tuple[str, int, dict]]) -> list[dict]:
   """Where each run of a chapter stands, one row per (label, seed, metrics) of
   `headlines.landed`: its device, test accuracy (a MatViT run's full width, as its curve), and,

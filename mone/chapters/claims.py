@@ -20,7 +20,8 @@ A claim is decided by one of three functions, one per kind of evidence:
 
 * `arithmetic`: a number computed without training (a FLOP count, a capacity), compared with
   the paper's within a tolerance.
-* `timing`: a wall-clock measurement against a target.
+* `timing`: a wall-clock measurement against a target, inconclusive within the run-to-run
+  noise (`margin`) of one benchmark run.
 
 `not_testable` records a claim this profile cannot test, with the reason. Baselines with an
 accuracy-FLOPs curve are compared at MoNE's FLOPs with `at_flops`, which interpolates only
@@ -141,11 +142,22 @@ def arithmetic(id: str, claim: str, paper, measured: float, *, tolerance: float 
                 "reproduced" if ok else "not reproduced", unit=unit, at_least=at_least, relative=relative, note=note)
 
 
-def timing(id: str, claim: str, paper, measured: float, *, target: float, unit: str = "", note: str = "") -> dict:
+def timing(id: str, claim: str, paper, measured: float, *, target: float, margin: float = 0.0, unit: str = "",
+           note: str = "") -> dict:
   """A wall-clock measurement against a target (reproduced when measured >= target). One
-  benchmark run: its noise is the machine's; the chapter says how settled it is."""
-  return _claim(id, claim, paper, float(measured), "timing", None, None, None,
-                "reproduced" if measured >= target else "not reproduced", target=target, unit=unit, note=note)
+  benchmark run: its noise is the machine's. margin: the relative run-to-run noise of such a
+  run; a measurement within margin * target of the target is inconclusive, since one run
+  cannot tell on which side it lies."""
+  if not target > 0:
+    raise ValueError(f"target must be > 0, got {target!r}")
+  if not 0 <= margin < 1:
+    raise ValueError(f"margin must be in [0, 1), got {margin!r}")
+  if abs(measured - target) < margin * target:
+    verdict, why = "inconclusive", f"within {margin:.0%} of the target: one run cannot settle it"
+  else:
+    verdict, why = ("reproduced" if measured >= target else "not reproduced"), ""
+  return _claim(id, claim, paper, float(measured), "timing", None, None, None, verdict, target=target,
+                margin=margin, unit=unit, why=why, note=note)
 
 
 def not_testable(id: str, claim: str, paper, kind: str, why: str) -> dict:

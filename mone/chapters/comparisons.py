@@ -120,14 +120,18 @@ def figure6(curve: dict, later: dict, routers: dict, learned: dict, random: dict
   not testable."""
   text_a = ("At equal FLOPs, the router at layer 0 is more accurate than any later router (layer-0 curve "
             "interpolated at each later router's FLOPs, smallest margin)")
-  margins = {}
+  margins, outside = {}, {}  # outside: later routers whose FLOPs the curve does not bracket (not judged)
   for layer, by_seed in later.items():
     for s, p in by_seed.items():
       if s in curve and np.isfinite(d := claims.at_flops(curve[s], p["gflops"]) - p["accuracy_pct"]):
         margins.setdefault(s, {})[layer] = d
+      elif s in curve:
+        outside.setdefault(s, {})[layer] = p["gflops"]
+  judged = lambda s: [f"layer {l}: {d:+.1f}" for l, d in margins[s].items()]
+  unjudged = lambda s: [f"layer {l}: {1e3 * g:.1f} MFLOPs, outside the curve, not judged" for l, g in outside.get(s, {}).items()]
   out = [claims.trained("fig6.first_layer_router_best", text_a, "the first layer is best (Fig. 6a)",
                         {s: min(m.values()) for s, m in margins.items()}, relation="beats", tolerance=0.0,
-                        note="; ".join(f"seed {s}: " + ", ".join(f"layer {l}: {d:+.1f}" for l, d in m.items()) for s, m in margins.items()))
+                        note="; ".join(f"seed {s}: " + ", ".join(judged(s) + unjudged(s)) for s in margins))
          if margins else claims.not_testable("fig6.first_layer_router_best", text_a, "the first layer is best (Fig. 6a)", "trained",
                                              "no later router's run inside the layer-0 curve")]
   most = max(routers)
