@@ -115,6 +115,13 @@ def main():
           f"(from finished CPU runs of the same config at another seed, else of its name and kind: plan.estimate_seconds; "
           f"{unknown} more without such a run yet)")
     print("\nWhere the finished runs trained:\n" + plan.device_table(done))
+    full = plan.recompute_seconds(runs, finished)
+    total = full["measured"] + full["estimated"]
+    print(f"Retraining all {len(runs)} on this CPU (-p recompute True, or this queue from scratch): about {total / 3600:.0f} h of "
+          f"training, most of it timed on one core per run (about {total / 7200:.0f} h of wall time on two workers, "
+          f"--workers 2 --pin-cores): {full['measured'] / 3600:.1f} h measured by the "
+          f"{full['runs_measured']} runs trained here on the CPU, {full['estimated'] / 3600:.1f} h estimated for the "
+          f"{full['runs_estimated']} others (plan.recompute_seconds)" + (f"; {full['runs_unknown']} without an estimate" if full["runs_unknown"] else ""))
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")

@@ -109,6 +109,21 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
   assert plan.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
 
 
+def test_recompute_seconds_counts_cpu_runs_as_measured_and_estimates_the_others():
+  from mone.train import steps
+  vit0, vit1, vit2, mone0 = plan.image(kind="vit"), plan.image(kind="vit", seed=1), plan.image(kind="vit", seed=2), plan.mone(0.4)
+  run = lambda c, device, wall, **kw: {"name": c.name, "kind": c.kind, "seed": c.seed, "config_hash": results.config_hash(c),
+                                       "device": {"kind": device}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
+                                       "wall_time_s": wall, "timed_from_step": 0, **kw}
+  finished = [run(vit0, "cpu", 3600.0), run(vit1, "NVIDIA H100", 60.0), run(vit2, "cpu", 1800.0, timed_from_step=4000)]
+  got = plan.recompute_seconds([("a", vit0), ("b", vit1), ("c", vit2), ("d", mone0)], finished)
+  # vit0 measured; vit1 (GPU) and vit2 (timed from step 4000 only) estimated from vit0's rate per FLOP... or vit2's
+  # last half (1800 s for 4000 steps: 3600 s for the whole); mone0 has no CPU run of its name and kind
+  assert got["runs_measured"] == 1 and got["measured"] == 3600.0
+  assert got["runs_estimated"] == 2 and got["estimated"] == pytest.approx(2 * 3600.0)
+  assert got["runs_unknown"] == 1
+
+
 def test_the_plan_still_names_the_committed_runs():
   # A change to the recipes, or to how the plan builds its configs, would rename the planned runs
   # (config hashes) and silently orphan the trained ones: these run files are committed.
