@@ -229,6 +229,14 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
   assert "| (no such claim) | **not reproduced**" in rows["fig3.new"] and "| (no such claim) | **changed** |" in rows["fig6.gone"]
   with pytest.raises(ValueError, match="more than one chapter"):
     claims.changes({**old, "07_figure7": old["03_figure3"]}, {})
+  # A verdict that changed because the claim's test changed (here a timing margin) says so; a reworded claim too.
+  retest = claims.changes({"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95)]},
+                          {"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95, margin=0.1)]})
+  assert retest.startswith("1 claims, 1 with a different verdict, 1 of them because the claim's test changed.")
+  assert retest.splitlines()[-1].endswith("| **changed** (the test changed) |")
+  reword = claims.changes({"08": [claims.timing("s.t", "c", "p", 1.0, target=0.95)]},
+                          {"08": [claims.timing("s.t", "c2", "p", 1.0, target=0.95)]})
+  assert reword.startswith("1 claims, 0 with a different verdict.") and reword.splitlines()[-1].endswith("| same (reworded) |")
   # the command line, between two results folders
   for root, chapters in (("old", old), ("new", new)):
     for chapter, cs in chapters.items():

@@ -320,9 +320,12 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/") -> st
 def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
   """A Markdown table of every claim in either set ({chapter: claims}, as `load` returns), in
   chapter order: its verdict and measurement (CI, seeds) in `old` and in `new`, and whether the
-  verdict changed. For comparing two profiles' results (`main --compare`): a reader sees where a
-  retraining turned a verdict, whichever way, and what it rests on."""
-  rows, seen = [], set()
+  verdict changed, and whether the claim's test changed (its relation, tolerance or margin: a
+  verdict can then change without any new measurement) or only its wording. For comparing two
+  profiles' results (`main --compare`): a reader sees where a retraining turned a verdict,
+  whichever way, and what it rests on."""
+  test = lambda c: (c.get("relation"), c.get("tolerance"), c.get("margin", 0.0))
+  rows, seen, retested = [], set(), 0
   for chapter in sorted(set(old) | set(new)):
     before = {c["id"]: c for c in old.get(chapter, [])}
     after = {c["id"]: c for c in new.get(chapter, [])}
@@ -333,9 +336,15 @@ def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
       a, b = before.get(ident), after.get(ident)
       cell = lambda c: f"{VERDICT_LABEL[c['verdict']]}: {_ours(c)}".replace("|", "\\|") if c else "(no such claim)"
       same = a is not None and b is not None and a["verdict"] == b["verdict"]
-      rows.append(f"| `{ident}` | {cell(a)} | {cell(b)} | {'same' if same else '**changed**'} |".replace("\n", " "))
-  n = sum(r.endswith("| **changed** |") for r in rows)
-  head = (f"{len(rows)} claims, {n} with a different verdict.\n\n"
+      why = ""
+      if a is not None and b is not None and test(a) != test(b):
+        why, retested = " (the test changed)", retested + (not same)
+      elif a is not None and b is not None and a["claim"] != b["claim"]:
+        why = " (reworded)"
+      rows.append(f"| `{ident}` | {cell(a)} | {cell(b)} | {'same' if same else '**changed**'}{why} |".replace("\n", " "))
+  n = sum(r.split(" | ")[-1].startswith("**changed**") for r in rows)
+  head = (f"{len(rows)} claims, {n} with a different verdict"
+          + (f", {retested} of them because the claim's test changed" if retested else "") + ".\n\n"
           "| Claim | Before | After | Verdict |\n| --- | --- | --- | --- |\n")
   return head + "\n".join(rows) + "\n"
 
