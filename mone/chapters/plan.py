@@ -174,11 +174,10 @@ def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | 
   import dataclasses
 
   from mone.train import steps
-  timed_from = _timed_from
   timed = [m for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
-           and m.get("device", {}).get("kind") == "cpu" and timed_from(m) < m["train_steps"]]
+           and m.get("device", {}).get("kind") == "cpu" and _timed_from(m) < m["train_steps"]]
   twins = [m for m in timed if "seed" in m and m.get("config_hash") == results.config_hash(dataclasses.replace(cfg, seed=m["seed"]))]
-  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - timed_from(m) / m["train_steps"])) for m in twins or timed]
+  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - _timed_from(m) / m["train_steps"])) for m in twins or timed]
   return min(rates) * steps.train_gflops(cfg) if rates else None
 
 
