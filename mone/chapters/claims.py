@@ -325,7 +325,7 @@ def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
   profiles' results (`main --compare`): a reader sees where a retraining turned a verdict,
   whichever way, and what it rests on."""
   test = lambda c: (c.get("relation"), c.get("tolerance"), c.get("margin", 0.0))
-  rows, seen, retested = [], set(), 0
+  rows, seen, changed, retested = [], set(), 0, 0
   for chapter in sorted(set(old) | set(new)):
     before = {c["id"]: c for c in old.get(chapter, [])}
     after = {c["id"]: c for c in new.get(chapter, [])}
@@ -335,15 +335,13 @@ def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
       seen.add(ident)
       a, b = before.get(ident), after.get(ident)
       cell = lambda c: f"{VERDICT_LABEL[c['verdict']]}: {_ours(c)}".replace("|", "\\|") if c else "(no such claim)"
-      same = a is not None and b is not None and a["verdict"] == b["verdict"]
-      why = ""
-      if a is not None and b is not None and test(a) != test(b):
-        why, retested = " (the test changed)", retested + (not same)
-      elif a is not None and b is not None and a["claim"] != b["claim"]:
-        why = " (reworded)"
+      both = a is not None and b is not None
+      same = both and a["verdict"] == b["verdict"]
+      retest = both and test(a) != test(b)
+      why = " (the test changed)" if retest else " (reworded)" if both and a["claim"] != b["claim"] else ""
+      changed, retested = changed + (not same), retested + (retest and not same)
       rows.append(f"| `{ident}` | {cell(a)} | {cell(b)} | {'same' if same else '**changed**'}{why} |".replace("\n", " "))
-  n = sum(r.split(" | ")[-1].startswith("**changed**") for r in rows)
-  head = (f"{len(rows)} claims, {n} with a different verdict"
+  head = (f"{len(rows)} claims, {changed} with a different verdict"
           + (f", {retested} of them because the claim's test changed" if retested else "") + ".\n\n"
           "| Claim | Before | After | Verdict |\n| --- | --- | --- | --- |\n")
   return head + "\n".join(rows) + "\n"

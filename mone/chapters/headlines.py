@@ -132,16 +132,17 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
     static = re.search(r"e_c=", name) is None  # a static allocation fixes its own e_c
     e_c = capacity.effective_capacity(capacity.allocation(allocation)) if static else mone_e_c
     ref, by_seed = mone.get(mone_e_c, {}), other.get(name, {})
-    relation = "no_worse" if static else "beats"
-    args = (f"table1.mone{str(mone_e_c).replace('.', '')}_vs_{allocation}",
-            f"MoNE at e_c = {mone_e_c} is at least as accurate as {short} (e_c = {e_c:.2f}), within {tolerance:g} point"
-            if static else f"MoNE at e_c = {mone_e_c} is more accurate than {short} (e_c = {e_c:.2f})",
+    if static:
+      relation, tol, claim = "no_worse", tolerance, f"is at least as accurate as {short} (e_c = {e_c:.2f}), within {tolerance:g} point"
+    else:
+      relation, tol, claim = "beats", 0.0, f"is more accurate than {short} (e_c = {e_c:.2f})"
+    args = (f"table1.mone{str(mone_e_c).replace('.', '')}_vs_{allocation}", f"MoNE at e_c = {mone_e_c} {claim}",
             f"{PAPER_SSV2[mone_e_c]} vs {PAPER_SSV2[short]} on SSv2")
     if not set(ref) & set(by_seed):
       out.append(claims.not_testable(*args, "trained", "no seed has both runs yet"))
       continue
     out.append(claims.trained(*args, ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, relation=relation,
-                              tolerance=tolerance if static else 0.0, learned=mone_e_c not in stuck and all(l is not False for _, l in by_seed.values())))
+                              tolerance=tol, learned=mone_e_c not in stuck and all(l is not False for _, l in by_seed.values())))
   return out
 
 
