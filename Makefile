@@ -78,7 +78,8 @@ book-check: book
 # Executes the notebooks, in order, into book/notebooks/ (the book renders those copies);
 # results go to results/<notebook>/. Paths stay relative so that no local path is recorded in the
 # executed notebooks. One target per executed chapter: it reruns when its notebook, a module of
-# mone/ it imports or a parameter changed, judged by content (scripts/chapter_inputs.py writes
+# mone/ it imports, a committed result it reads (results/runs, weights, calibration, bench: a run
+# that lands) or a parameter changed, judged by content (scripts/chapter_inputs.py writes
 # .cache/figures/, rewritten only when different): a fresh clone gives every file the same time.
 # `make figures SEED=1 DATA_DIR=/data/tfds PROFILE=paper` forwards the notebooks' parameters.
 PROFILE ?= small

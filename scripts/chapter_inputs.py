@@ -2,18 +2,25 @@
 
   python scripts/chapter_inputs.py notebooks/05_figure5_adaptation.ipynb small [seed=1 data_dir=...]
 
-One line per input: the SHA-256 of the notebook and of every module of `mone` it imports,
+One line per input: the SHA-256 of the notebook, of every module of `mone` it imports,
 directly or through other modules (imports inside functions count: the chapters import
-lazily), then the parameters. Make keeps the output in .cache/figures/ and touches it only when
+lazily), and of every file under the results it reads (`READS`), then the parameters. Make keeps the output in .cache/figures/ and touches it only when
 it changes (content, not file times: a fresh clone gives every file the same time).
 """
 import ast
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The folders of results/ (or $MONE_RESULTS_DIR, as `mone.results.results_root`) that chapters
+# read and do not write: run files, router weights, validation records, benchmarks. A run that
+# lands (from the training queue, or trained by an earlier chapter) reruns the chapters after it,
+# which would otherwise keep verdicts from the runs they saw before. Each chapter writes only its
+# own results/<chapter>/ folder, so no chapter's output is another's input here.
+READS = ("runs", "weights", "calibration", "bench")
 
 
 def module_path(name: str) -> Path | None:
@@ -56,6 +63,11 @@ def closure(names: set[str]) -> dict[str, Path]:
   return seen
 
 
+def read_results(root: Path) -> list[Path]:
+  """Every file under root's `READS` folders, in a fixed order."""
+  return sorted(p for d in READS for p in (root / d).rglob("*") if p.is_file())
+
+
 def main(argv):
   if len(argv) < 2:
     sys.exit(f"usage: {sys.argv[0]} NOTEBOOK PROFILE [key=value ...]")
@@ -66,6 +78,9 @@ def main(argv):
   print(f"{digest(notebook)}  {notebook.as_posix()}")
   for name, path in sorted(closure(imported(code)).items()):
     print(f"{digest(path)}  {path.relative_to(REPO).as_posix()}")
+  root = Path(os.environ.get("MONE_RESULTS_DIR", REPO / "results"))
+  for path in read_results(root):
+    print(f"{digest(path)}  results/{path.relative_to(root).as_posix()}")
   print("parameters: " + " ".join(params))
 
 

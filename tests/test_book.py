@@ -63,6 +63,28 @@ def test_a_chapter_depends_on_the_modules_it_imports_and_no_others(capsys):
   assert "mone/bench/cli.py" not in files and lines[-1] == "parameters: small seed=1"
 
 
+def test_a_chapter_reruns_when_a_run_it_may_read_lands(tmp_path, monkeypatch, capsys):
+  """The committed results the chapters read are inputs too, so a run file that lands (or
+  changes) reruns the chapters; a chapter's own outputs are not (they would rerun it forever)."""
+  ci = _chapter_inputs()
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  (tmp_path / "04_figure4_video").mkdir()
+  (tmp_path / "04_figure4_video" / "claims.json").write_text("{}")
+
+  def inputs():
+    ci.main(["notebooks/04_figure4_video.ipynb", "small"])
+    return capsys.readouterr().out
+
+  before = inputs()
+  (tmp_path / "runs").mkdir()
+  (tmp_path / "runs" / "a-vit-0.json").write_text('{"accuracy": 0.5}')
+  landed = inputs()
+  assert landed != before and "  results/runs/a-vit-0.json\n" in landed
+  (tmp_path / "runs" / "a-vit-0.json").write_text('{"accuracy": 0.6}')
+  assert inputs() != landed
+  assert "04_figure4_video" not in landed.replace("notebooks/04_figure4_video.ipynb", "")
+
+
 def test_published_chapters_print_no_warnings():
   """The executed chapters the book renders carry no stderr output (warnings, tracebacks): a
   warning on a page is fixed at its cause (as the clipped video frames and tight_layout were)."""
