@@ -4,18 +4,18 @@
 
 One line per input: the SHA-256 of the notebook, of every module of `mone` it imports,
 directly or through other modules (imports inside functions count: the chapters import
-lazily), and of every file under the results it reads (`READS`), then the parameters. Make keeps the output in .cache/figures/ and touches it only when
-it changes (content, not file times: a fresh clone gives every file the same time).
+lazily), and of every file under the results it reads (`READS`), then the parameters. Make
+keeps the output in .cache/figures/ and touches it only when it changes (content, not file
+times: a fresh clone gives every file the same time).
 """
 import ast
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# The folders of results/ (or $MONE_RESULTS_DIR, as `mone.results.results_root`) that chapters
+# The folders of `mone.results.results_root()` (results/, or $MONE_RESULTS_DIR) that chapters
 # read and do not write: run files, router weights, validation records, benchmarks. A run that
 # lands (from the training queue, or trained by an earlier chapter) reruns the chapters after it,
 # which would otherwise keep verdicts from the runs they saw before. Each chapter writes only its
@@ -78,7 +78,9 @@ def main(argv):
   print(f"{digest(notebook)}  {notebook.as_posix()}")
   for name, path in sorted(closure(imported(code)).items()):
     print(f"{digest(path)}  {path.relative_to(REPO).as_posix()}")
-  root = Path(os.environ.get("MONE_RESULTS_DIR", REPO / "results"))
+  sys.path.insert(0, str(REPO))  # run as a script: the checkout's mone, even where it is not installed
+  from mone import results
+  root = results.results_root()
   for path in read_results(root):
     print(f"{digest(path)}  results/{path.relative_to(root).as_posix()}")
   print("parameters: " + " ".join(params))
