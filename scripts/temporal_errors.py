@@ -1,7 +1,7 @@
 """Where trained temporal-task models err (`analysis.temporal_errors`), on the validation clips:
 which side moved first, each digit's direction, and direction errors by digit class, for every
 nested width of a MatViViT run (or the one model of another run). Calibration of the temporal
-task reads it (issue 24): errors that every width makes point at the task, errors only the narrow
+task reads it: errors that every width makes point at the task, errors only the narrow
 widths make at capacity. Writes results/calibration/<run>-errors.json.
 
   MONE_CACHE_DIR=$HOME/mone-cache .venv/bin/python scripts/temporal_errors.py "temporal: MatViViT, seed 0"

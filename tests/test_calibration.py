@@ -1,4 +1,4 @@
-"""The calibration criteria of the small profile (issue 24): plateau and memorisation."""
+"""The calibration criteria of the small profile: plateau and memorisation."""
 import pytest
 
 from mone.chapters import calibration

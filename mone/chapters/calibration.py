@@ -1,7 +1,7 @@
 """Is a run trained to a plateau, without memorising? Read from its learning curve.
 
 A run with `eval_every` records `curve` points (`mone.train.loop.Curve`). The small profile is
-calibrated so that the dense ViT meets both criteria of issue 24 on the validation split:
+calibrated so that the dense ViT meets both criteria on the validation split:
 it gains at most PLATEAU_GAIN over its last quarter of steps (it has stopped improving), and
 its accuracy on training images is at most MEMORISATION_GAP above its validation accuracy
 (it generalises rather than memorises).

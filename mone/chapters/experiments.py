@@ -100,7 +100,7 @@ def image_config(profile: str, data_dir: str = "", **overrides) -> recipes.Train
     base = recipes.smoke()
     overrides = {"steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 256,
                  "num_test": 128, **SMOKE_ADAPTIVE, **overrides}
-  elif profile == "small":  # the recalibrated profile (issue 24): `mone.chapters.plan` lists its runs
+  elif profile == "small":  # the recalibrated profile: `mone.chapters.plan` lists its runs
     base = recipes.digits64()
   else:
     base = recipes.apply_overrides(recipes.imagenet21k(), {"data_dir": data_dir})

@@ -1,4 +1,4 @@
-"""The runs of the recalibrated small profile (issue 24), in the order to train them.
+"""The runs of the recalibrated small profile, in the order to train them.
 
 Retraining the small profile is tens of CPU-hours on 2 cores (a dense `digits64` run of 8,000
 steps takes about an hour), so it spans sessions: `scripts/train_queue.py` trains these runs

@@ -14,7 +14,7 @@ from mone import capacity as capacity_lib
 SIZES = {
     "tiny": (32, 2, 2),   # unit tests
     "XS": (64, 4, 4),     # the first CPU profile (its smallest expert is 8 wide)
-    "mini": (128, 4, 4),  # the recalibrated CPU profile: smallest expert 16 wide (issue 24)
+    "mini": (128, 4, 4),  # the recalibrated CPU profile: smallest expert 16 wide
     "S": (384, 12, 6),
     "B": (768, 12, 12),
     "L": (1024, 24, 16),

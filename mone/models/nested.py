@@ -82,8 +82,8 @@ def bounded_alpha(raw):
 
   Eq. 1's factor alpha r + 1 is the router's only gradient path, and alpha starts at 0, the
   bound's edge. A plain clip has no gradient outside [0, 1): once one update took the parameter
-  below 0, alpha stayed 0 for good and the router never learned (every digits64 MoNE run of
-  session 18: router weights unchanged but for weight decay; alpha's gradient points below 0
+  below 0, alpha stayed 0 for good and the router never learned (the first digits64
+  MoNE runs, since withdrawn: router weights unchanged but for weight decay; alpha's gradient points below 0
   within the first steps). Here the gradient passes inside the bounds, and at or beyond a bound
   only when a descent step leads back inside (at or below 0: a negative gradient, which raises
   the parameter), so alpha leaves 0 whenever its gradient asks it to, as if projected."""

@@ -183,7 +183,7 @@ def digits() -> TrainConfig:
 
 
 def digits64() -> TrainConfig:
-  """The recalibrated small profile (issue 24): mini/8 (D=128, 4 layers, 4 heads; smallest
+  """The recalibrated small profile: mini/8 (D=128, 4 layers, 4 heads; smallest
   nested expert 16 wide) on 64 px cluttered digits, 64 tokens of 8x8 px, with a validation
   split (5,000 images of 500 held-out MNIST digits) that chose lr and steps, and a 5,000-image
   test set (standard error <= 0.7 points). The 100,000 training images are rendered once from
@@ -242,7 +242,7 @@ def video_appearance() -> TrainConfig:
 
 
 def moving_temporal() -> TrainConfig:
-  """The recalibrated video profile's SSv2 stand-in (issue 24): `video_temporal`'s task and
+  """The recalibrated video profile's SSv2 stand-in: `video_temporal`'s task and
   model (XS/4x2 ViViT-FE, lecun_normal classifier), with Eq. 1's alpha bounded as the paper,
   a validation split (1,000 clips of held-out digits) and 40,000 training clips: with 4,000 every
   model memorised them (training loss ~0.002) and all widths scored within 2.3 points (92-94%).
@@ -260,7 +260,7 @@ def moving_temporal() -> TrainConfig:
 
 
 def moving_appearance() -> TrainConfig:
-  """The recalibrated video profile's Kinetics-400 stand-in (issue 24): which digit is in the
+  """The recalibrated video profile's Kinetics-400 stand-in: which digit is in the
   clip, on 100,000 training clips with a validation split (2,000 clips of held-out digits), 12,000
   steps. With the lecun_normal classifier, lr 1e-3 learns (the zero-initialised one stayed at
   chance there). Calibrated on the dense ViViT (the README's table, `python -m
