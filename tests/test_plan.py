@@ -20,8 +20,42 @@ def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
   for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.2, random router",
                "MoNE e_c=0.6", "MoNE e_c=0.3, random router") + tuple(f"{task}: {m}" for task in ("temporal", "appearance") for m in ("ViViT", "MoNE e_c=0.4", "MatViViT")) \
       + ("temporal: MoNE e_c=0.3", "Table 1: Proportionate", "Table 1: Uniform", "Table 1: MoD Greedy e_c=0.4", "Table 1: Greedy e_c=0.4"):
-    assert seeds[base] == set(plan.SEEDS), base
-  assert len(plan.SEEDS) >= 3
+    assert seeds[base] == set(plan.SEEDS + plan.EXTRA_SEEDS), base
+  assert len(plan.SEEDS) >= 3 and not set(plan.SEEDS) & set(plan.EXTRA_SEEDS)
+
+
+def test_the_chapters_read_the_extra_seeds_only_once_every_planned_run_has_landed(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  extra = plan.extra_runs()
+  assert extra and {cfg.seed for _, cfg in extra} == set(plan.EXTRA_SEEDS)
+  assert plan.seeds("small") == plan.SEEDS and plan.extra_landed() == (0, len(extra))
+  (tmp_path / "runs").mkdir()
+  for _, cfg in extra[:-1]:
+    experiments.run_path(cfg).write_text("{}")
+  assert plan.seeds("small") == plan.SEEDS  # one run short: still the first three
+  assert plan.extra_landed() == (len(extra) - 1, len(extra))
+  experiments.run_path(extra[-1][1]).write_text("{}")
+  assert plan.seeds("small") == plan.SEEDS + plan.EXTRA_SEEDS
+  assert plan.seeds("smoke") == (0, 1) and plan.seeds("paper", 7) == (7,)
+
+
+def test_the_committed_seed_plan_names_the_runs_the_queue_trains():
+  # The plan was fixed before its runs trained: the queue must train exactly what it lists.
+  committed = results.read_json(results.RESULTS / "seed_plan.json")
+  assert [r["run_file"] for r in committed["runs"]] == [experiments.run_path(cfg).name for _, cfg in plan.extra_runs()]
+  assert committed["seeds"] == list(plan.SEEDS + plan.EXTRA_SEEDS)
+  three = [c for c in committed["claims"].values() if c["seeds_now"] == len(plan.SEEDS)]
+  assert three and all(c["seeds_planned"] == 5 for c in three)
+
+
+def test_seed_plan_plans_five_seeds_for_three_seed_claims_and_keeps_single_seed_studies():
+  chapters = {"03": [{"id": "a", "kind": "trained", "n_seeds": 3, "verdict": "inconclusive", "measured": 1.0, "ci95": [-1, 3]},
+                     {"id": "b", "kind": "trained", "n_seeds": 1, "verdict": "inconclusive", "measured": 2.0, "ci95": None},
+                     {"id": "c", "kind": "arithmetic", "n_seeds": None, "verdict": "reproduced", "measured": 2.2, "ci95": None}]}
+  got = plan.seed_plan(chapters)["claims"]
+  assert set(got) == {"a", "b"}
+  assert got["a"]["seeds_planned"] == 5 and got["a"]["verdict_now"] == "inconclusive" and got["a"]["ci95_now"] == [-1, 3]
+  assert got["b"]["seeds_planned"] == 1 and "why_not_more" in got["b"]
 
 
 def test_planned_runs_have_wide_experts_a_validation_split_and_one_device():
