@@ -109,7 +109,7 @@ def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
     if plan.keeps_router_weights(cfg):
       shapes = jax.eval_shape(lambda: steps.init_params(cfg, steps.build_model(cfg), np.zeros(steps.input_shape(cfg), np.float32)))
       total += sum(4 * np.prod(a.shape) for k in experiments.ROUTER_INPUTS for a in jax.tree.leaves(shapes[k]))
-  assert total < 4 * 2**20, f"{total / 2**20:.1f} MiB of router weights"
+  assert total < 8 * 2**20, f"{total / 2**20:.1f} MiB of router weights"  # five seeds: about 5 MiB
 
 
 def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():
