@@ -178,3 +178,21 @@ def test_seed_discrimination_pairs_a_chapters_runs_by_seed_and_the_caveat_follow
   (caveat,) = calibration.caveats(mean, "the claims X compare little")
   assert "3.0 points below the dense ViViT" in caveat and "mean of 2 seeds" in caveat and caveat.endswith("so the claims X compare little.")
   assert calibration.caveats(None, "x") == [] and calibration.caveats({**mean, "discriminates": True}, "x") == []
+
+
+def test_the_temporal_noise_chosen_again_on_validation_is_the_one_trained():
+  # The noise level was first chosen on the test clips; on validation the same level separates
+  # the widths most, so the trained runs stand (and the caveat says how it was chosen).
+  choice = calibration.noise_choice()
+  assert [l["noise"] for l in choice["levels"]] == [0.0, 0.15]
+  assert choice["chosen_on_validation"] == choice["chosen_on_test"] == choice["trained"] == 0.15
+  assert not choice["meets_bar"]  # 4.1 points on validation, below the 5-point bar
+  (text,) = calibration.noise_caveat(choice)
+  assert "first chosen on the test clips" in text and "the same, so no run was retrained" in text and "4.1 points" in text
+
+
+def test_a_different_choice_on_validation_says_the_verdicts_rest_on_a_task_chosen_on_test():
+  choice = {"levels": [{"noise": 0.0, "val_gap": 0.06, "test_gap": 0.02}, {"noise": 0.15, "val_gap": 0.04, "test_gap": 0.059}],
+            "chosen_on_validation": 0.0, "chosen_on_test": 0.15, "trained": 0.15, "meets_bar": True}
+  (text,) = calibration.noise_caveat(choice)
+  assert "noise 0, not the 0.15 the runs trained with" in text and "bar" not in text

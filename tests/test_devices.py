@@ -1,0 +1,62 @@
+"""The device-effect check (`mone.chapters.devices`): twins of committed runs, retrained elsewhere."""
+import json
+
+import pytest
+
+from mone.chapters import devices
+
+
+def _run(root, sub, name, acc, seed=0, device="cpu", e_c=0.4, config_hash="abc", **config):
+  path = root / sub / f"{name}.json"
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps({"accuracy": acc, "kind": "mone", "e_c": e_c, "seed": seed, "config_hash": config_hash,
+                              "config": {"seed": seed, "model": {"router": "learned"}, "steps": 8, **config},
+                              "device": {"kind": device, "platform": "gpu" if device != "cpu" else "cpu"}}))
+
+
+def test_twins_pair_runs_by_file_name_and_report_twin_minus_original(tmp_path):
+  _run(tmp_path, "runs", "a", 0.90, device="NVIDIA H100")
+  _run(tmp_path, "runs", "b", 0.80, device="NVIDIA H100", seed=1)
+  _run(tmp_path, "device_twins/cpu/runs", "a", 0.88)
+  _run(tmp_path, "device_twins/cpu/runs", "orphan", 0.5)  # no original: left out
+  rows = devices.twins(tmp_path)
+  assert [r["run"] for r in rows] == ["a"]
+  assert rows[0]["diff"] == pytest.approx(-2.0) and rows[0]["original"] == "NVIDIA H100" and rows[0]["twin"] == "cpu"
+
+
+def test_a_twin_of_another_config_is_refused(tmp_path):
+  _run(tmp_path, "runs", "a", 0.90)
+  _run(tmp_path, "device_twins/cpu/runs", "a", 0.88, config_hash="other")
+  with pytest.raises(ValueError, match="config hash"):
+    devices.twins(tmp_path)
+
+
+def test_summary_calls_a_shift_an_effect_only_when_its_ci_excludes_zero():
+  rows = [{"diff": d} for d in (-1.0, -1.2, -0.9, -1.1)]
+  s = devices.summary(rows, None)
+  assert s["verdict"] == "device effect" and s["ci95"][1] < 0
+  s = devices.summary([{"diff": d} for d in (-1.0, 1.5, 0.2)], 2.0)
+  assert s["verdict"].startswith("no device effect detected") and s["ci95"][0] < 0 < s["ci95"][1]
+  assert s["same_arm_seed_sd"] == 2.0
+  assert devices.summary([{"diff": 1.0}], None)["verdict"].startswith("too few")
+
+
+def test_same_arm_spread_pools_every_pair_of_seeds_of_the_twins_arms(tmp_path):
+  for seed, acc in enumerate((0.90, 0.86, 0.88)):
+    _run(tmp_path, "runs", f"m{seed}", acc, seed=seed)
+  _run(tmp_path, "runs", "other", 0.10, steps=16)  # another arm: not pooled
+  _run(tmp_path, "device_twins/cpu/runs", "m0", 0.89)
+  rows = devices.twins(tmp_path)
+  import numpy as np
+  assert devices.same_arm_spread(rows, tmp_path) == pytest.approx(np.std([4.0, 2.0, -2.0], ddof=1))
+
+
+def test_the_page_is_written_only_when_it_changes(tmp_path):
+  _run(tmp_path, "runs", "a", 0.90)
+  _run(tmp_path, "device_twins/cpu/runs", "a", 0.88)
+  out = tmp_path / "devices.md"
+  devices.main([str(out), "--results", str(tmp_path)])
+  first = out.stat().st_mtime_ns
+  assert "| a | MoNE e_c=0.4 | 0 |" in out.read_text() and "too few twins" in out.read_text()
+  devices.main([str(out), "--results", str(tmp_path)])
+  assert out.stat().st_mtime_ns == first
