@@ -60,3 +60,17 @@ def test_the_page_is_written_only_when_it_changes(tmp_path):
   assert "| a | MoNE e_c=0.4 | 0 |" in out.read_text() and "too few twins" in out.read_text()
   devices.main([str(out), "--results", str(tmp_path)])
   assert out.stat().st_mtime_ns == first
+
+
+def test_device_matrix_shows_each_arm_per_seed_and_every_device_a_resumed_run_trained_on():
+  cpu = {"device": {"kind": "cpu", "cores": 2, "cores_used": 1}}
+  gpu = {"device": {"kind": "NVIDIA H100 80GB HBM3"}}
+  resumed = {"device": {"kind": "NVIDIA H200"}, "trained_on": [
+      {"device": "cpu, 1 of 2 cores", "from_step": 0, "to_step": 7750}, {"device": {"kind": "NVIDIA H200"}, "from_step": 7750, "to_step": 8000}]}
+  landed = [("ViT", 0, cpu), ("ViT", 1, cpu), ("MoNE", 0, resumed), ("MoNE", 1, gpu), ("study", 0, cpu)]
+  rows = devices.device_matrix(landed).splitlines()
+  assert rows[0] == "| arm | seed 0 | seed 1 |"
+  assert rows[2] == "| ViT | CPU (1 core) | CPU (1 core) |"
+  assert rows[3] == "| MoNE | CPU (1 core) then H200 | H100 |"
+  assert len(rows) == 4  # a single-seed study has no pairs to cross
+  assert devices.device_matrix([("study", 0, cpu)]).startswith("No arm")
