@@ -109,6 +109,7 @@ EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 figures: $(EXECUTED)
 	$(PY) -m mone.chapters.claims $(VERDICTS)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.devices book/devices.md)
 
 # In order: a chapter reuses the runs of the chapters before it.
 $(foreach i,$(shell seq 2 $(words $(CHAPTERS))),$(eval $(word $(i),$(EXECUTED)): | $(word $(shell expr $(i) - 1),$(EXECUTED))))
