@@ -71,3 +71,12 @@ def test_table1_compares_mone_with_each_allocation_over_paired_seeds_and_flags_a
   assert got["fig4.temporal.mone_no_drop"]["verdict"] == "reproduced"  # -1 point, no worse within 1
   assert got["fig4.temporal.flops_reduction"]["verdict"] == "reproduced"
   assert not any(i.startswith("fig4.appearance") for i in got)
+
+
+def test_table1_notes_say_when_an_allocation_costs_other_flops_than_mone():
+  from mone.chapters import headlines
+  assert headlines._flops_note("Greedy", 0.03094, 0.03163, 0.4).endswith("about equal.")
+  note = headlines._flops_note("MoD Greedy", 0.03094, 0.02397, 0.4)
+  assert "23.97 MFLOPs" in note and "(0.77x)" in note and "costlier" in note
+  assert "cheaper" in headlines._flops_note("Uniform", 0.03094, 0.03517, 0.4)
+  assert headlines._flops_note("Uniform", None, 0.03517, 0.4) == ""

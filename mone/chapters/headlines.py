@@ -115,10 +115,11 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
   against Proportionate, whose static e_c is 0.27, at 0.4 against Uniform), and more accurate
   than each greedy one at e_c = 0.4 (the paper: they "exhibit inferior performance"); not
   testable where no seed has both runs yet."""
-  mone, stuck = {}, set()  # stuck: MoNE capacities with a run that never left the chance plateau
+  mone, stuck, gflops = {}, set(), {}  # stuck: MoNE capacities with a run that never left the chance plateau
   for base, seed, m in runs:
     if (e := re.fullmatch(r"temporal: MoNE e_c=([0-9.]+)", base)):
       mone.setdefault(float(e[1]), {})[seed] = analysis.points(m)[0]["accuracy_pct"]
+      gflops[float(e[1])] = analysis.points(m)[0]["gflops"]
       if analysis.left_plateau(m) is False:
         stuck.add(float(e[1]))
   other = {}
@@ -142,8 +143,24 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
       out.append(claims.not_testable(*args, "trained", "no seed has both runs yet"))
       continue
     out.append(claims.trained(*args, ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, relation=relation,
-                              tolerance=tol, learned=mone_e_c not in stuck and all(l is not False for _, l in by_seed.values())))
+                              tolerance=tol, learned=mone_e_c not in stuck and all(l is not False for _, l in by_seed.values()),
+                              note=_flops_note(short, gflops.get(mone_e_c), next(iter(by_seed.values()))[0]["gflops"], mone_e_c)))
   return out
+
+
+def _flops_note(short: str, mone_gflops: float | None, other_gflops: float, mone_e_c: float) -> str:
+  """What an allocation's inference cost means for its comparison with MoNE: Table 1 compares
+  allocations at (about) equal e_c, and e_c counts the compute of nested widths, not of dropped
+  tokens or of the attention every token still joins, so equal e_c need not be equal FLOPs."""
+  if mone_gflops is None:
+    return ""
+  ratio = other_gflops / mone_gflops
+  costs = f"{short} costs {1e3 * other_gflops:.2f} MFLOPs per clip, MoNE e_c = {mone_e_c} {1e3 * mone_gflops:.2f}"
+  if abs(ratio - 1) < 0.03:
+    return f"{costs}: about equal."
+  return (f"{costs} ({ratio:.2f}x): Table 1 pairs allocations by e_c, not by FLOPs, and here " +
+          ("MoNE's arm is the costlier, so part of any advantage may be its extra compute." if ratio < 1 else
+           "MoNE's arm is the cheaper one."))
 
 
 def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
