@@ -32,11 +32,40 @@ def test_the_chapters_read_the_extra_seeds_only_once_every_planned_run_has_lande
   (tmp_path / "runs").mkdir()
   for _, cfg in extra[:-1]:
     experiments.run_path(cfg).write_text("{}")
+  plan._single_device.cache_clear()  # answered once per process: here files land between questions
   assert plan.seeds("small") == plan.SEEDS  # one run short: still the first three
   assert plan.extra_landed() == (len(extra) - 1, len(extra))
   experiments.run_path(extra[-1][1]).write_text("{}")
-  assert plan.seeds("small") == plan.SEEDS + plan.EXTRA_SEEDS
+  plan._single_device.cache_clear()
+  assert plan.seeds("small") == plan.SEEDS + plan.EXTRA_SEEDS  # no GPU-trained run here: no twin to wait for
   assert plan.seeds("smoke") == (0, 1) and plan.seeds("paper", 7) == (7,)
+
+
+def test_gpu_trained_runs_get_cpu_twins_and_the_chapters_read_them_only_with_the_extra_seeds(tmp_path, monkeypatch):
+  import json
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  (tmp_path / "runs").mkdir()
+  by_label = dict(plan.runs())
+  gpu = {"device": {"kind": "NVIDIA H100", "platform": "gpu"}, "accuracy": 0.9}
+  cpu = {"device": {"kind": "cpu", "platform": "cpu"}, "accuracy": 0.8}
+  vit, mone = experiments.run_path(by_label["ViT, seed 0"]), experiments.run_path(by_label["MoNE e_c=0.4, seed 1"])
+  study = experiments.run_path(by_label["MoNE e_c=0.3, 2 routers, seed 0"])
+  vit.write_text(json.dumps(cpu)), mone.write_text(json.dumps(gpu)), study.write_text(json.dumps(gpu))
+  assert [label for label, _ in plan.twin_runs()] == ["MoNE e_c=0.4, seed 1"]  # single-seed studies keep theirs
+  resumed = {"device": {"kind": "NVIDIA H200", "platform": "gpu"},
+             "trained_on": [{"device": "unrecorded", "from_step": 0, "to_step": 7750}, {"device": gpu["device"], "from_step": 7750, "to_step": 8000}]}
+  assert plan.gpu_trained(gpu) and not plan.gpu_trained(cpu) and plan.gpu_trained(resumed)
+  assert not plan.gpu_trained({"trained_on": [{"device": "cpu, 1 of 2 cores"}], "device": gpu["device"]})
+  twin = plan.twin_path(mone)
+  assert twin == tmp_path / "device_twins" / "cpu" / "runs" / mone.name
+  twin.parent.mkdir(parents=True)
+  twin.write_text(json.dumps(cpu))
+  plan._single_device.cache_clear()
+  assert plan.reading(mone) == mone  # the extra seeds have not landed: the committed run, as before
+  for _, cfg in plan.extra_runs():
+    experiments.run_path(cfg).write_text(json.dumps(cpu))
+  plan._single_device.cache_clear()
+  assert plan.reading(mone) == twin and plan.reading(vit) == vit and plan.seeds("small") == plan.SEEDS + plan.EXTRA_SEEDS
 
 
 def test_the_committed_seed_plan_names_the_runs_the_queue_trains():
@@ -44,6 +73,8 @@ def test_the_committed_seed_plan_names_the_runs_the_queue_trains():
   committed = results.read_json(results.RESULTS / "seed_plan.json")
   assert [r["run_file"] for r in committed["runs"]] == [experiments.run_path(cfg).name for _, cfg in plan.extra_runs()]
   assert committed["seeds"] == list(plan.SEEDS + plan.EXTRA_SEEDS)
+  # its amendment: the CPU twins of every GPU-trained headline run of the first seeds
+  assert [r["run_file"] for r in committed["amendment"]["twin_runs"]] == [experiments.run_path(cfg).name for _, cfg in plan.twin_runs()]
   three = [c for c in committed["claims"].values() if c["seeds_now"] == len(plan.SEEDS)]
   assert three and all(c["seeds_planned"] == 5 for c in three)
 

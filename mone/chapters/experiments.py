@@ -194,8 +194,11 @@ def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute
   import numpy as np
   from flax import traverse_util
 
+  from mone.chapters import plan
   from mone.train import steps
   path = weights_path(cfg)
+  if path.exists() and not recompute:
+    path = plan.reading(path)  # its CPU twin's weights once the single-device reading holds
   if recompute or not path.exists():
     trained = jax.device_get(trained_params(cfg, recompute))
     flat = traverse_util.flatten_dict({k: trained[k] for k in (trained if keys is None else keys)}, sep="/")

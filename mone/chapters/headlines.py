@@ -36,7 +36,7 @@ def landed(runs=None, train: bool = False, recompute: bool = False) -> list[tupl
     if train:
       metrics = experiments.run(cfg, recompute, progress=False)
     elif path.exists():
-      metrics = results.read_json(path)
+      metrics = results.read_json(plan.reading(path))  # its CPU twin once the single-device reading holds
     else:
       continue
     out.append((label[:m.start()], int(m[1]), metrics))

@@ -12,6 +12,8 @@ single-seed studies come last, the costliest (isoFLOPs) at the very end.
 The configs are those the chapters ask for: `experiments.image_config('small')` and
 `video_config('small', task)` start from the same recipes (a test checks that they agree).
 """
+import functools
+
 from mone import capacity, results
 from mone.chapters import analysis, experiments
 from mone.train import recipes
@@ -35,9 +37,68 @@ def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
   happened to finish first (which would let the order of training choose a verdict)."""
   experiments.check_profile(profile)
   if profile == "small":
-    landed, planned = extra_landed()
-    return SEEDS + EXTRA_SEEDS if landed == planned else SEEDS
+    return SEEDS + EXTRA_SEEDS if single_device() else SEEDS
   return {"smoke": (0, 1), "paper": (seed,)}[profile]
+
+
+# Amendment, fixed on 2026-11-28 before any run of EXTRA_SEEDS trained (results/seed_plan.json,
+# "amendment"): the first device twins (MoNE runs of H100, retrained on the CPU at the same seed)
+# differ from their originals by -2.2 to +0.9 points, with a mean of -1.1 (95% CI [-3.3, +1.1]) over
+# four: the device changes a run's trajectory, and a systematic shift of a few points is not ruled
+# out (`mone.chapters.devices`). A comparison between an arm trained on a GPU and one trained on the
+# CPU would carry it. So no comparison crosses devices: every headline run of SEEDS that trained on
+# a GPU, wholly or in part, is retrained on the CPU as its twin (results/device_twins/cpu/), and the
+# chapters read the twin in its place, and the extra seeds, together, once all of them have landed.
+# The device effect is then measured on all twins (`devices.summary`). New runs train on the CPU.
+TWINS = "device_twins/cpu"
+
+
+def gpu_trained(m: dict) -> bool:
+  """Whether a run file's run trained on a GPU or TPU in any part (its `trained_on` segments, else
+  its `device`)."""
+  segments = m.get("trained_on") or [{"device": m.get("device") or {}}]
+  return any(isinstance(s.get("device"), dict) and s["device"].get("platform") not in (None, "cpu")
+             or isinstance(s.get("device"), str) and s["device"] != "unrecorded" and not s["device"].startswith("cpu")
+             for s in segments)
+
+
+def twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
+  """(label, config) of the headline runs of SEEDS whose committed run trained on a GPU: each is
+  retrained on the CPU into `twin_path` (`scripts/train_queue.py --twins`)."""
+  out = []
+  for label, cfg in runs():
+    path = experiments.run_path(cfg)
+    if cfg.seed in SEEDS and ", seed " in label and label.rpartition(", seed ")[0] in _headline_labels() and path.exists() \
+        and gpu_trained(results.read_json(path)):
+      out.append((label, cfg))
+  return out
+
+
+def twin_path(path) -> "Path":
+  """Where the CPU twin of a committed results file (a run file or router weights) lives."""
+  from pathlib import Path
+  path = Path(path)
+  return experiments.results_root() / TWINS / path.parent.name / path.name
+
+
+def single_device() -> bool:
+  """Whether the chapters read the CPU twins and EXTRA_SEEDS: once every planned extra run and
+  every twin (`twin_runs`) has landed. Answered once per results folder and process (a chapter
+  asks for every file it reads; a run that lands mid-chapter waits for the next execution)."""
+  return _single_device(str(experiments.results_root()))
+
+
+@functools.lru_cache(maxsize=None)
+def _single_device(root: str) -> bool:
+  landed, planned = extra_landed()
+  return landed == planned and all(twin_path(experiments.run_path(cfg)).exists() for _, cfg in twin_runs())
+
+
+def reading(path):
+  """The file a chapter reads for committed results file `path`: its CPU twin where the
+  single-device reading is in force (`single_device`) and the twin exists, else path itself."""
+  twin = twin_path(path)
+  return twin if twin.exists() and single_device() else path
 
 
 def extra_runs() -> list[tuple[str, recipes.TrainConfig]]:
@@ -170,6 +231,12 @@ def video_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "") -> list[
   return runs
 
 
+def _headline_labels() -> frozenset:
+  """The labels (without ', seed N') of every run trained at every seed: the headline runs."""
+  every = [label.rpartition(", seed ")[0] for label, cfg in image_runs() + video_runs() if cfg.seed == SEEDS[-1]]
+  return frozenset(every)
+
+
 # The video runs that decide the video recipes (is the dense appearance model at a plateau? is the
 # temporal task's quarter-width sub-model 5 points below the dense ViViT, `calibration.discrimination`?)
 # go first: the others hang on them.
@@ -289,12 +356,37 @@ def seed_plan(chapters: dict[str, list[dict]]) -> dict:
   }
 
 
+def amendment(twins_so_far: dict) -> dict:
+  """The plan's amendment for the device effect (see TWINS), recorded beside the plan it amends,
+  with the device twins it was decided on (`devices.summary` of them) and the twins it adds."""
+  return {"fixed_on": "2026-11-28",
+          "before_any_run_of_seeds": list(EXTRA_SEEDS),
+          "why": "Twins of GPU-trained runs retrained on the CPU at the same seed differ from their originals: the "
+                 "device changes a run's trajectory, and a systematic shift of a few points is not ruled out by the "
+                 "twins so far, so a comparison between arms trained on different devices could measure it.",
+          "decided_on": twins_so_far,
+          "rule": ("Every headline run of seeds 0-2 that trained on a GPU is retrained on the CPU "
+                   "(results/device_twins/cpu/). The chapters read those CPU twins in place of the GPU runs, "
+                   "together with seeds 3 and 4, once all of them have landed (mone.chapters.plan.single_device); "
+                   "every paired difference is then between two CPU runs. New runs of the profile train on the CPU. "
+                   "The device effect is measured on all twins once they have landed (mone.chapters.devices)."),
+          "twin_runs": [{"label": label, "run_file": experiments.run_path(cfg).name} for label, cfg in twin_runs()]}
+
+
 if __name__ == "__main__":
   import argparse
 
-  from mone.chapters import claims
-  ap = argparse.ArgumentParser(description="Write the pre-registered seed plan (seed_plan) as JSON.")
+  from mone.chapters import claims, devices
+  ap = argparse.ArgumentParser(description="Write the pre-registered seed plan (seed_plan) as JSON; --amend adds "
+                                           "the device amendment to an existing plan, leaving the rest as written.")
   ap.add_argument("out", help="where to write it, e.g. results/seed_plan.json")
+  ap.add_argument("--amend", action="store_true")
   args = ap.parse_args()
-  results.atomic_write_json(args.out, seed_plan(claims.load()))
-  print(f"wrote {args.out}: {len(extra_runs())} runs at seeds {list(EXTRA_SEEDS)}")
+  if args.amend:
+    rows = devices.twins()
+    written = results.read_json(args.out)
+    results.atomic_write_json(args.out, {**written, "amendment": amendment({"twins": rows, **devices.summary(rows, None)})})
+    print(f"amended {args.out}: {len(twin_runs())} CPU twins")
+  else:
+    results.atomic_write_json(args.out, seed_plan(claims.load()))
+    print(f"wrote {args.out}: {len(extra_runs())} runs at seeds {list(EXTRA_SEEDS)}")
