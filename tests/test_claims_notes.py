@@ -1,0 +1,15 @@
+"""Generated notes on claims: what an equivalence claim's seeds rule out (`comparisons.equivalence_note`)."""
+from mone.chapters import claims, comparisons
+
+
+def test_equivalence_note_states_what_the_seeds_rule_out_and_what_deciding_needs():
+  c = claims.trained("x.matches", "matches", "paper", {0: 80.0, 1: 83.0, 2: 81.0}, {0: 81.0, 1: 82.0, 2: 82.5},
+                     relation="matches", tolerance=1.0)
+  note = comparisons.equivalence_note(c, seeds=5)
+  low, high = c["ci95"]
+  assert f"more than {-low:.1f} points below" in note and f"more than {high:.1f} above" in note
+  assert "half-width under" in note and "at 5 seeds" in note
+  far = claims.trained("y", "matches", "p", {0: 70.0, 1: 73.0, 2: 71.0}, {0: 81.0, 1: 82.0, 2: 82.5}, relation="matches", tolerance=1.0)
+  assert "no number of seeds" in comparisons.equivalence_note(far)
+  beats = claims.trained("z", "beats", "p", {0: 1.0, 1: 2.0, 2: 3.0}, relation="beats", tolerance=0.0)
+  assert comparisons.equivalence_note(beats) == ""
