@@ -23,3 +23,10 @@ def test_secondary_router_note_gives_other_capacities_with_their_ci_but_not_the_
   assert note.startswith("Secondary, not the pre-set test") and "e_c = 0.2" not in note
   assert f"{mean:+.1f} points, 95% CI [{low:+.1f}, {high:+.1f}] over 3 seeds" in note
   assert comparisons.secondary_router_note({0.2: {0: 1.0}}, {0.2: {0: 0.0}}, 0.2) == ""
+
+
+def test_sign_note_only_where_every_seed_points_one_way():
+  up = claims.trained("a", "no drop", "p", {0: 80.0, 1: 79.0, 2: 78.0}, {0: 70.45, 1: 72.7, 2: 74.8}, relation="no_worse", tolerance=1.0)
+  assert comparisons.sign_note(up, "the dense ViViT") == "MoNE is above the dense ViViT at every seed (+9.55, +6.30, +3.20 points)."
+  mixed = claims.trained("b", "no drop", "p", {0: 80.0, 1: 70.0}, {0: 75.0, 1: 75.0}, relation="no_worse", tolerance=1.0)
+  assert comparisons.sign_note(mixed, "x") == ""
