@@ -1,12 +1,106 @@
-"""The chapters' plotting helpers: readable FLOPs units, token outlines, the claims figure."""
+"""The chapters' plotting helpers: the theme, one colour per model, and the seed spreads that
+seaborn computes (means, ranges, the claims' CIs), checked on the artists drawn from small
+synthetic data; and the claims the figures' chapters decide."""
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.colors import to_rgb, to_rgba  # noqa: E402
 
-from mone.chapters import claims, comparisons, plots, speed  # noqa: E402
+from mone.chapters import calibration, claims, comparisons, experiments, plots, speed  # noqa: E402
+
+# A warning on a chapter's page is a bug (test_book.py): the figures must draw without one.
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+@pytest.fixture(autouse=True)
+def default_style():
+  """Each test starts from matplotlib's defaults (so that it sees whether a function applies the
+  theme) and leaves the other test files' rcParams as it found them."""
+  with matplotlib.rc_context():
+    matplotlib.rcdefaults()
+    yield
+  plt.close("all")
+
+
+def _rgb(c):
+  return tuple(np.round(to_rgb(c), 6))
+
+
+def _colors(collection):
+  """The distinct RGB colours of a collection's artists (faces, or edges where there are none)."""
+  rgba = collection.get_facecolor() if len(collection.get_facecolor()) else collection.get_edgecolor()
+  return {tuple(np.round(c[:3], 6)) for c in rgba}
+
+
+def _lines(ax, label):
+  return [l for l in ax.get_lines() if l.get_label() == label]
+
+
+def _bars(ax, color):
+  """[x, low, high] of each error bar drawn in `color` (seaborn's bars: a LineCollection)."""
+  out = []
+  for c in ax.collections:
+    if isinstance(c, matplotlib.collections.LineCollection) and _colors(c) == {_rgb(color)}:
+      out += [[seg[0, 0], *sorted(seg[:, 1])] for seg in c.get_segments() if len(seg)]
+  return sorted(out)
+
+
+def _dots(ax, color):
+  """The (x, y) of every dot drawn in `color` (seaborn's scatter and strip plots; a scatter
+  with a hue gives each dot its own colour)."""
+  out = []
+  for c in ax.collections:
+    if isinstance(c, matplotlib.collections.PathCollection) and len(c.get_offsets()):
+      fc = c.get_facecolor()
+      out += [tuple(o) for i, o in enumerate(c.get_offsets()) if _rgb(fc[i if len(fc) > 1 else 0][:3]) == _rgb(color)]
+  return sorted(out)
+
+
+def test_theme_sets_the_books_style():
+  import seaborn as sns
+  assert not matplotlib.rcParams["axes.grid"]
+  plots.theme()
+  rc = matplotlib.rcParams
+  assert rc["axes.grid"] and rc["axes.facecolor"] == "white" and rc["font.size"] == pytest.approx(12 * 0.85)
+  assert [_rgb(c) for c in rc["axes.prop_cycle"].by_key()["color"]] == [_rgb(c) for c in sns.color_palette("colorblind")]
+
+
+def test_every_model_has_one_colour_whatever_a_chapter_calls_it():
+  c = plots.MODEL_COLORS
+  assert plots.model_color("temporal: MoNE e_c=0.3") == plots.model_color("mone") == plots.model_color("learned router") == c["MoNE"]
+  assert plots.model_color("MoNE e_c=0.3, 2 routers") == c["MoNE"]
+  assert plots.model_color("MoNE e_c=0.3, random router") == plots.model_color("random router") == c["MoNE, random router"]
+  assert plots.model_color("MoNE e_c=0.2, isoFLOPs") == c["MoNE-isoFLOPs"]
+  assert plots.model_color("temporal: MoNE adaptive, isoFLOPs") == plots.model_color("Train Adaptive") == c["MoNE adaptive"]
+  assert plots.model_color("Table 1: MoD Greedy e_c=0.4") == c["MoD Greedy"] and plots.model_color("Table 1: Greedy e_c=0.4") == c["Greedy"]
+  assert plots.model_color("vit") == plots.model_color("appearance: ViViT") == c["ViT"] == c["ViViT"]
+  assert plots.model_color("matvit") == c["MatViT"] == c["MatViViT"]
+  # the models one figure compares are told apart
+  compared = ["ViT", "MatViT", "MoNE", "MoD", "MoNE-isoFLOPs", "MoNE adaptive", "MoNE, random router", "random (expected)"]
+  assert len({c[m] for m in compared}) == len(compared)
+  table1 = ["Proportionate", "Uniform", "Greedy", "MoD Greedy", "MoNE"]
+  assert len({c[m] for m in table1}) == len(table1)
+  with pytest.raises(ValueError, match="label must name a model"):
+    plots.model_color("ResNet-50")
+
+
+def test_seed_shades_and_capacity_colours():
+  mone = np.array(to_rgb(plots.MODEL_COLORS["MoNE"]))
+  shades = [np.array(plots.seed_color("MoNE", s)) for s in range(5)]
+  np.testing.assert_allclose(shades[0], mone)
+  for a, b in zip(shades, shades[1:]):  # each later seed lighter, towards white, in the same hue
+    assert (b >= a - 1e-12).all() and b.sum() > a.sum()
+  np.testing.assert_allclose(plots.seed_color("MoNE", 5), shades[0])  # seeds cycle through the shades
+  assert plots.seed_color("MoNE", np.int64(1)) == plots.seed_color("MoNE", 1)
+  with pytest.raises(ValueError, match="seed must be an int >= 0"):
+    plots.seed_color("MoNE", -1)
+  lum = [np.dot(plots.capacity_color(e), [0.299, 0.587, 0.114]) for e in (0.2, 0.3, 0.4, 0.6, 0.9)]
+  assert lum == sorted(lum, reverse=True)  # darker at higher capacity
+  with pytest.raises(ValueError, match=r"e_c must be in \(0, 1\]"):
+    plots.capacity_color(0.0)
 
 
 def test_flops_unit_avoids_offsets():
@@ -17,7 +111,6 @@ def test_flops_unit_avoids_offsets():
     plots.flops_unit([0.0])
   fig, ax = plt.subplots()
   assert plots.flops_axis(ax, [0.01], per="clip") == 1e-3 and ax.get_xlabel() == "inference MFLOPs per clip"
-  plt.close(fig)
 
 
 def test_outline_tokens_draws_one_square_per_selected_token():
@@ -27,61 +120,171 @@ def test_outline_tokens_draws_one_square_per_selected_token():
   assert plots.outline_tokens(ax, sel, patch=4, grid=2) == 2
   corners = sorted((p.get_x(), p.get_y()) for p in ax.patches)
   assert corners == [(-0.5, -0.5), (3.5, 3.5)]  # tokens 0 and 3 of the 2 x 2 grid
-  plt.close(fig)
 
 
-def test_claims_figure_draws_every_seed_of_the_trained_claims():
-  cs = [claims.trained("a.x", "c", "p", {0: 1.0, 1: 2.0, 2: 3.0}, relation="beats", tolerance=0.0),
+def test_claims_figure_draws_every_seed_and_the_ci_the_verdict_rests_on():
+  cs = [claims.trained("a.x", "c", "p", {0: 1.0, 1: 2.5, 2: 3.0}, relation="beats", tolerance=0.0),
         claims.trained("a.y", "c", "p", {0: -1.0}, relation="matches", tolerance=1.0),
         claims.arithmetic("a.z", "c", 1.0, 1.0)]
   fig = plots.claims_figure(cs)
   ax = fig.axes[0]
-  assert [t.get_text() for t in ax.get_yticklabels()] == ["a.y", "a.x"]  # trained only, first on top
-  dots = [line for line in ax.lines if line.get_marker() == "o"]
-  assert sum(len(d.get_xdata()) for d in dots) == 4  # 3 + 1 seeds
-  plt.close(fig)
+  assert matplotlib.rcParams["axes.grid"]  # the theme
+  # trained claims only, the first on top (a categorical y axis runs downwards)
+  assert [t.get_text() for t in ax.get_yticklabels()] == ["a.x", "a.y"] and ax.yaxis_inverted()
+  assert _dots(ax, "k") == [(-1.0, 1), (1.0, 0), (2.5, 0), (3.0, 0)]  # one dot per seed, on its claim's row
+  VERDICT = plots.VERDICT_COLORS
+  diamonds = [l for l in ax.get_lines() if l.get_marker() == "D" and np.isfinite(l.get_xdata()).any()]
+  got = {_rgb(l.get_color()): float(np.nanmax(l.get_xdata())) for l in diamonds}
+  assert got == {_rgb(VERDICT[cs[0]["verdict"]]): pytest.approx(cs[0]["measured"]),
+                 _rgb(VERDICT[cs[1]["verdict"]]): pytest.approx(cs[1]["measured"])}
+  # the bar spans the claim's own 95% t-interval (claims.paired_ci), not a bootstrap's
+  ci = [l for l in ax.get_lines() if l.get_marker() in ("None", "") and np.isfinite(l.get_xdata()).all() and len(l.get_xdata()) == 2
+        and l.get_ydata()[0] == 0 and _rgb(l.get_color()) == _rgb(VERDICT[cs[0]["verdict"]])]
+  assert len(ci) == 1
+  np.testing.assert_allclose(sorted(ci[0].get_xdata()), cs[0]["ci95"], rtol=1e-4)
+  np.testing.assert_allclose(sorted(ci[0].get_xdata()), claims.paired_ci([1.0, 2.5, 3.0])[1:])
+  assert cs[1]["ci95"] is None and not any(np.isfinite(l.get_xdata()).all() and l.get_ydata()[0] == 1
+                                           for l in ax.get_lines() if len(l.get_xdata()) == 2)  # one seed: no CI
   assert plots.claims_figure([cs[2]]) is None
 
 
-def _point(gflops, acc, e_c=None, learned=True):
-  return {"gflops": gflops, "accuracy_pct": acc, "e_c": e_c, "learned": learned, "train_e_c": e_c}
+def _point(gflops, acc, e_c=None, width=None, train_e_c="own", learned=True):
+  return {"gflops": gflops, "accuracy_pct": acc, "e_c": e_c, "width_index": width, "learned": learned,
+          "train_e_c": e_c if train_e_c == "own" else train_e_c}
 
 
-def test_accuracy_flops_figure_draws_one_panel_per_key_with_the_dense_line():
-  curves = {("a", "ViT"): [_point(0.02, 60)], ("a", "MoNE"): [_point(0.01, 58, 0.4), _point(0.008, 55, 0.3)],
-            ("b", "ViT"): [_point(0.02, 70)], ("b", "MatViT"): [_point(0.005, 50), _point(0.02, 70)]}
-  fig = plots.accuracy_flops_figure(curves, {"a": "A", "b": "B"}, "ViT", per="clip")
+def _figure3_seeds():
+  """Three seeds of a panel 'a' (ViT, MatViT at two widths, MoNE at two e_c) and a panel 'b' (ViT only)."""
+  return {s: {("a", "ViT"): [_point(0.02, 60 + s)],
+              ("a", "MatViT"): [_point(0.005, 40 + 2 * s, width=0), _point(0.02, 61 - s, width=1)],
+              ("a", "MoNE"): [_point(0.01 + 1e-12 * s, 58 + s, 0.4), _point(0.008, 55 - 3 * s, 0.3)],
+              ("b", "ViT"): [_point(0.02, 70 + s)]} for s in (0, 1, 2)}
+
+
+def test_points_frame_is_one_row_per_seed_and_point_with_the_first_seeds_flops():
+  df = plots.points_frame(_figure3_seeds())
+  assert len(df) == 3 * 6 and set(df["seed"]) == {0, 1, 2}
+  assert sorted(df.loc[df["panel"] == "a", "model"].unique()) == ["MatViT", "MoNE", "ViT"]
+  mone = df[(df["model"] == "MoNE") & (df["e_c"] == 0.4)]
+  assert list(mone["gflops"]) == [0.01, 0.01, 0.01]  # a rounding difference between seeds does not split a point
+  assert plots.points_frame({0: {"Train e_c=0.4": [_point(0.01, 50, 0.4)]}})["model"].tolist() == ["Train e_c=0.4"]
+
+
+def test_accuracy_flops_figure_draws_each_model_in_its_colour_with_the_seeds_range():
+  by_seed = _figure3_seeds()
+  fig = plots.accuracy_flops_figure(by_seed, {"a": "A", "b": "B"}, "ViT", per="clip")
   a, b = fig.axes
   assert [a.get_title(), b.get_title()] == ["A", "B"] and a.get_xlabel() == "inference MFLOPs per clip"
-  assert [l.get_label() for l in a.get_lines() if not l.get_label().startswith("_")] == ["ViT", "MoNE"]
-  mone = next(l for l in a.get_lines() if l.get_label() == "MoNE")
-  np.testing.assert_allclose(mone.get_xdata(), [8, 10])  # sorted by FLOPs, in MFLOPs
-  assert any(l.get_linestyle() == ":" and l.get_ydata()[0] == 70 for l in b.get_lines())  # the dense line
-  plt.close(fig)
+  assert a.get_ylabel() == "top-1 accuracy (%)" and matplotlib.rcParams["axes.grid"]
+  assert [t.get_text() for t in a.get_legend().get_texts()] == ["MatViT", "ViT", "MoNE"] and b.get_legend() is None
+  for model in ("ViT", "MatViT", "MoNE"):
+    color = plots.MODEL_COLORS[model]
+    (line,) = _lines(a, model)
+    assert _rgb(line.get_color()) == _rgb(color)
+    pts = {}  # x in MFLOPs -> the seeds' accuracies
+    for s in by_seed:
+      for p in by_seed[s]["a", model]:
+        pts.setdefault(round(p["gflops"] * 1e3, 6), []).append(p["accuracy_pct"])
+    xs = sorted(pts)
+    np.testing.assert_allclose(line.get_xdata(), xs)  # sorted by FLOPs, in MFLOPs
+    np.testing.assert_allclose(line.get_ydata(), [np.mean(pts[x]) for x in xs])  # the mean over seeds
+    np.testing.assert_allclose(_bars(a, plots._light(color)), [[x, min(pts[x]), max(pts[x])] for x in xs])  # their range
+    assert len(_dots(a, color)) == sum(map(len, pts.values()))  # one dot per seed and point
+  assert any(l.get_linestyle() == ":" and l.get_ydata()[0] == pytest.approx(71) for l in b.get_lines())  # the dense mean
 
 
-def test_accuracy_flops_figure_draws_the_seed_range_of_mean_curves():
-  mean = lambda g, acc, lo, hi: {**_point(g, acc), "accuracy_min": lo, "accuracy_max": hi, "n_seeds": 3}
-  curves = {("a", "ViT"): [mean(0.02, 60, 59, 61)], ("a", "MoNE"): [mean(0.01, 58, 55, 60)]}
-  fig = plots.accuracy_flops_figure(curves, {"a": "A"}, "ViT")
-  bars = [c for c in fig.axes[0].collections]
-  assert len(bars) == 2
-  np.testing.assert_allclose(sorted(seg[:, 1].tolist() for b in bars for seg in b.get_segments()), [[55, 60], [59, 61]])
-  plt.close(fig)
-
-
-def test_seeds_and_adaptation_figures_plot_every_value():
+def test_seeds_and_table1_figures_draw_every_seed_and_the_mean_in_the_models_colour():
   study = {"ViT": {"accuracy_pct": [60, 62, 61], "mean": 61, "gflops": 0.02},
-           "MoNE": {"accuracy_pct": [59, 63, 60], "mean": 60.67, "gflops": 0.01}}
-  fig = plots.seeds_figure(study, "t")
-  assert sum(len(l.get_xdata()) for l in fig.axes[0].get_lines() if l.get_marker() == "o") == 6
-  plt.close(fig)
-  curves = {"Train e_c=0.4": [_point(0.01, 50, 0.3) | {"train_e_c": 0.4}, _point(0.012, 55, 0.4)],
-            "Train Adaptive": [_point(0.01, 52, 0.3) | {"train_e_c": None}, _point(0.012, 54, 0.4) | {"train_e_c": None}]}
-  fig = plots.adaptation_figure(curves, "t")
-  stars = [l for l in fig.axes[0].get_lines() if l.get_marker() == "*"]
-  assert [len(s.get_xdata()) for s in stars] == [1, 0]  # the star at the training e_c; none for adaptive
-  plt.close(fig)
+           "MoNE e_c=0.4": {"accuracy_pct": [59, 63, 60], "mean": 60.67, "gflops": 0.01}}
+  ax = plots.seeds_figure(study, "t").axes[0]
+  for y, (label, r) in enumerate(study.items()):
+    color = plots.model_color(label)
+    assert _dots(ax, color) == sorted((a, y) for a in r["accuracy_pct"])
+    (mean,) = [l for l in ax.get_lines() if l.get_marker() == "|" and _rgb(l.get_color()) == _rgb(color)]
+    assert np.nanmax(mean.get_xdata()) == pytest.approx(np.mean(r["accuracy_pct"]))
+  rows = [{"arm": arm, "model": model, "seed": s, "accuracy_pct": acc}
+          for arm, model, accs in (("Uniform\ne_c=0.47", "Uniform", (60, 61)), ("MoNE\ne_c=0.30", "MoNE", (62, 64, 63)),
+                                   ("MoNE\ne_c=0.40", "MoNE", (65,))) for s, acc in enumerate(accs)]
+  order = ["Uniform\ne_c=0.47", "Greedy\ne_c=0.40", "MoNE\ne_c=0.30", "MoNE\ne_c=0.40"]  # Greedy has not landed
+  ax = plots.table1_figure(rows, order, "t").axes[0]
+  assert [t.get_text() for t in ax.get_xticklabels()] == order
+  assert _dots(ax, plots.MODEL_COLORS["Uniform"]) == [(0, 60), (0, 61)]
+  assert _dots(ax, plots.MODEL_COLORS["MoNE"]) == [(2, 62), (2, 63), (2, 64), (3, 65)]
+  means = sorted((i, float(y)) for l in ax.get_lines() if l.get_marker() == "_" for i, y in enumerate(l.get_ydata()) if np.isfinite(y))
+  assert means == [(0, 60.5), (2, 63.0), (3, 65.0)]
+  assert plots.table1_figure([], order, "nothing landed").axes[0].get_xlim() == (-0.5, 3.5)
+
+
+def test_adaptation_figure_draws_each_training_capacity_with_its_seeds_range():
+  pt = lambda g, a, e, t: _point(g, a, e, train_e_c=t)
+  by_seed = {s: {"Train e_c=0.4": [pt(0.008, 50 + s, 0.3, 0.4), pt(0.01, 55 + 2 * s, 0.4, 0.4)],
+                 "Train Adaptive": [pt(0.008, 52 - s, 0.3, None), pt(0.01, 54, 0.4, None)]} for s in (0, 1)}
+  ax = plots.adaptation_figure(by_seed, "t").axes[0]
+  (fixed,) = _lines(ax, "Train e_c=0.4")
+  (adaptive,) = _lines(ax, "Train Adaptive")
+  assert _rgb(fixed.get_color()) == _rgb(plots.capacity_color(0.4)) and fixed.get_linestyle() == "-"
+  assert _rgb(adaptive.get_color()) == _rgb(plots.MODEL_COLORS["MoNE adaptive"]) and adaptive.get_linestyle() == "--"
+  np.testing.assert_allclose(fixed.get_ydata(), [50.5, 56])
+  np.testing.assert_allclose(_bars(ax, plots._light(plots.capacity_color(0.4))), [[8, 50, 51], [10, 55, 57]])
+  stars = [l for l in ax.get_lines() if l.get_marker() == "*"]
+  assert [(list(s.get_xdata()), list(s.get_ydata())) for s in stars] == [([pytest.approx(10)], [56]), ([], [])]  # at the training e_c; none adaptive
+  top = next(c for c in ax.child_axes)  # the budgets of the adaptive model on the top axis
+  assert [t.get_text() for t in top.get_xticklabels()] == ["0.3", "0.4"]
+
+
+def _run(seed, vals, kind="vit"):
+  curve = [{"step": 1000 * (i + 1), "train_loss": 1.0 - v, "train_accuracy": v + 0.05, "val_accuracy": v} for i, v in enumerate(vals)]
+  return {"name": "digits64", "kind": kind, "train_steps": 1000 * len(vals), "curve": curve, "accuracy": vals[-1],
+          "config_hash": f"h{seed}", "config": {"lr": 1e-3, "weight_decay": 0.1, "num_train": 50_000, "seed": seed}}
+
+
+def test_learning_curves_of_one_setup_by_seed_are_shades_of_the_models_colour():
+  runs = [_run(s, [0.5, 0.6 + 0.01 * s, 0.7]) for s in (0, 1, 2)]
+  fig = calibration.figure(runs, "t")
+  acc, loss = fig.axes
+  labels = [f"3000 steps, 50k images, wd 0.1, seed {s}" for s in (0, 1, 2)]
+  assert [l.get_label() for l in loss.get_lines()] == labels
+  for s, line in enumerate(loss.get_lines()):
+    assert _rgb(line.get_color()) == _rgb(plots.seed_color("ViT", s))
+  assert [(_rgb(l.get_color()), l.get_linestyle()) for l in acc.get_lines()] == [
+      (_rgb(plots.seed_color("vit", s)), ls) for s in (0, 1, 2) for ls in ("-", "--")]
+  assert matplotlib.rcParams["axes.grid"]
+  # runs of several setups keep the theme's cycle, one colour each
+  other = {**_run(0, [0.5, 0.6, 0.7]), "train_steps": 2000}
+  other["curve"] = other["curve"][:2]
+  fig = calibration.figure([runs[0], other])
+  assert [l.get_color() for l in fig.axes[1].get_lines()] == ["C0", "C1"]
+
+
+def test_router_figure_draws_the_three_studies_by_seed():
+  pt = lambda g, a: {"gflops": g, "accuracy_pct": a}
+  study = {"curve": {0.2: {s: pt(0.006, 80 + s) for s in (0, 1, 2)}, 0.3: {s: pt(0.008, 84 + s) for s in (0, 1, 2)}},
+           "router position": {0: {s: pt(0.008, 84 + s) for s in (0, 1, 2)}, 2: {0: pt(0.0085, 83.0), 1: pt(0.0085, 86.0)}},
+           "number of routers": {1: {0: 84.0, 1: 85.0}, 4: {0: 83.0}},
+           "learned router": {0.2: {s: pt(0.006, 80 + s) for s in (0, 1)}, 0.3: {0: pt(0.008, 84.0)}},
+           "random router": {0.2: {s: pt(0.006, 70 + 2 * s) for s in (0, 1)}}}
+  study["number of routers"] = {n: {s: pt(0.008, a) for s, a in by_seed.items()} for n, by_seed in study["number of routers"].items()}
+  fig = plots.router_figure(study, 0.3, (1, 2, 4), "t")
+  a, b, c = fig.axes[:3]
+  mone, rnd = plots.MODEL_COLORS["MoNE"], plots.MODEL_COLORS["MoNE, random router"]
+  (curve,) = _lines(a, "layer 0, $e_c$ sweep (seed mean)")
+  np.testing.assert_allclose(curve.get_ydata(), [81, 85])
+  np.testing.assert_allclose(_bars(a, plots._light(mone)), [[6, 80, 82], [8, 84, 86]])
+  # the later router: one point per seed, in the seed's shade of MoNE's colour (seed 0's is MoNE's own, as the curve's seeds)
+  curve_seeds = [(x, 80.0 + 4 * (x == 8) + s) for x in (6.0, 8.0) for s in (0, 1, 2)]
+  assert _dots(a, plots.seed_color("MoNE", 0)) == sorted(curve_seeds + [(8.5, 83.0)])
+  assert _dots(a, plots.seed_color("MoNE", 1)) == [(8.5, 86.0)]
+  # (b) each seed's line over the number of routers
+  assert {_rgb(l.get_color()): list(l.get_ydata()) for l in b.get_lines() if len(l.get_xdata())} == {
+      _rgb(plots.seed_color("MoNE", 0)): [84.0, 83.0], _rgb(plots.seed_color("MoNE", 1)): [85.0]}
+  assert list(b.get_xticks()) == [1, 2, 4]
+  # (c) learned and random router: means over seeds with their range
+  (learned,) = _lines(c, "MoNE, learned router (seed mean)")
+  (random,) = _lines(c, "MoNE, random router (seed mean)")
+  assert _rgb(learned.get_color()) == _rgb(mone) and _rgb(random.get_color()) == _rgb(rnd) and random.get_linestyle() == "--"
+  np.testing.assert_allclose(random.get_ydata(), [71])
+  np.testing.assert_allclose(_bars(c, plots._light(rnd)), [[6, 70, 72]])
+  assert fig._suptitle.get_text() == "t"
 
 
 def test_token_figures_show_what_is_selected():
@@ -89,16 +292,37 @@ def test_token_figures_show_what_is_selected():
   sel = {"learned": np.ones((4, 4), bool), "random": np.zeros((4, 4), bool)}
   fig = plots.token_grid(images, sel, patch=4, masks=np.zeros((4, 8, 8)), title="t")
   assert len(fig.axes) == 8 and fig.axes[0].get_ylabel() == "learned" and fig.axes[4].get_ylabel() == "random"
-  plt.close(fig)
   video, full = np.zeros((2, 4, 8, 8, 3), np.uint8), np.zeros((2, 2, 4), bool)
   full[0, 1, 2] = True
   fig = plots.video_tokens_figure(video, full, tubelet=2, patch=4, labels=[3, 5], title="t")
   assert len(fig.axes) == 4 and sum(len(ax.patches) for ax in fig.axes) == 1 and "label 5" in fig.axes[2].get_ylabel()
-  plt.close(fig)
-  rows = [{"router": r, "precision": p, "recall": 0.5, "iou": 0.3} for r, p in (("a", 0.6), ("b", 0.4), ("c", 0.2))]
-  fig = plots.overlap_figure(rows, "t")
-  assert len(fig.axes[0].patches) == 9
-  plt.close(fig)
+
+
+def test_overlap_and_expert_share_bars_are_in_the_routers_and_seeds_colours():
+  rows = [{"router": r, "precision": p, "recall": 0.5, "iou": 0.3}
+          for r, p in (("learned router", 0.6), ("random (expected)", 0.4), ("random router", 0.2))]
+  ax = plots.overlap_figure(rows, "t").axes[0]
+  assert [t.get_text() for t in ax.get_xticklabels()] == ["precision", "recall", "IoU"]
+  for r, bars in zip(rows, ax.containers):
+    np.testing.assert_allclose([b.get_height() for b in bars], [100 * r["precision"], 50, 30])
+    assert {_rgb(b.get_facecolor()) for b in bars} == {_rgb(plots.model_color(r["router"]))}
+  names = ["D/4", "D/2", "D"]
+  share = [{"seed": s, "width": n, "expert": e, "object_share_pct": 10.0 * (e + 1) + s, "tokens_pct": 100 / 3, "object_pct": 15.0}
+           for s in (0, 2) for e, n in enumerate(names)]
+  ax = plots.expert_share_figure(share, names, "t").axes[0]
+  for s, bars in zip((0, 2), ax.containers):
+    np.testing.assert_allclose([b.get_height() for b in bars], [10 + s, 20 + s, 30 + s])
+    assert {_rgb(b.get_facecolor()) for b in bars} == {_rgb(plots.seed_color("MoNE", s))}
+  assert [t.get_text() for t in ax.get_legend().get_texts()] == ["seed 0", "seed 2", "base rate (blind router)"]
+  assert [t.get_text() for t in ax.get_xticklabels()] == [f"{n}\n33% of tokens" for n in names]
+
+
+def test_a_figure_is_written_under_its_chapters_folder(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  fig = plots.accuracy_flops_figure(_figure3_seeds(), {"a": "A"}, "ViT")
+  paths = experiments.save_figure(fig, "03_figure3_images", "figure3")
+  assert paths == [tmp_path / "03_figure3_images" / "figure3.png", tmp_path / "03_figure3_images" / "figure3.svg"]
+  assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in paths[1].read_bytes()[:1000]
 
 
 def _curves(mone_acc, vit_acc, matvit=((0.005, 40.0), (0.02, 60.0)), mod=(0.009, 50.0)):

@@ -275,11 +275,16 @@ def standing(runs: list[tuple[str, int, dict]]) -> list[dict]:
 
 
 def figure(runs: list[dict], title: str = ""):
-  """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each."""
+  """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each:
+  the seeds of one setup in shades of their model's colour (`plots.seed_color`), runs of
+  several setups in the theme's cycle."""
   from mone.chapters import plots
   names = [label(m) for m in runs]  # runs of one setup at several seeds: each its own curve
-  return plots.learning_curves_figure({f"{n}, seed {m['config']['seed']}" if names.count(n) > 1 else n: m
-                                       for n, m in zip(names, runs)}, title)
+  labels = [f"{n}, seed {m['config']['seed']}" if names.count(n) > 1 else n for n, m in zip(names, runs)]
+  colors = None
+  if len(runs) > 1 and len(set(names)) == 1 and len({m["kind"] for m in runs}) == 1:
+    colors = {l: plots.seed_color(m["kind"], m["config"]["seed"]) for l, m in zip(labels, runs)}
+  return plots.learning_curves_figure(dict(zip(labels, runs)), title, colors)
 
 
 def main(argv=None):

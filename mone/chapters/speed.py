@@ -11,7 +11,7 @@ import io
 import numpy as np
 
 from mone import results
-from mone.chapters import claims, experiments
+from mone.chapters import claims, experiments, plots
 
 _FULL = dict(variant="S/16", batch=[8, 32], train_batch=[8, 32], reps=7, video="B/16x2")
 _BLOCK = dict(variant="S/16", batch=[8, 32], e_c=[0.3, 0.5, 1.0], reps=15, block=True)
@@ -25,8 +25,8 @@ SETTINGS = {
     "small": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
     "paper": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
 }
-MODEL_STYLE = {"mone": dict(marker="o", color="tab:red", label="MoNE"),
-               "matvit": dict(marker="s", color="tab:blue", label="MatViT sub-model"),
+MODEL_STYLE = {"mone": dict(marker="o", color=plots.MODEL_COLORS["MoNE"], label="MoNE"),  # every chapter's colours
+               "matvit": dict(marker="s", color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
                "masked": dict(marker="X", color="k", label="naive masked MoNE")}
 PROJECTION_COLORS = {"qkv": "tab:blue", "out": "tab:orange", "mlp1": "tab:green", "mlp2": "tab:purple"}
 # One benchmark run's noise, relative: a median on these shared 2-core machines moves by 10-15% between
@@ -118,7 +118,7 @@ def blocks_figure(rows):
     x = range(len(bars))
     ax.bar(x, [att] * len(bars), color="0.7", label="attention (same work in both)")
     ax.bar(x, [r["median_ms"] - att for r in bars], bottom=att,
-           color=["tab:blue" if r["model"] == "dense" else "tab:red" for r in bars], label="rest of the block")
+           color=[plots.MODEL_COLORS["ViT" if r["model"] == "dense" else "MoNE"] for r in bars], label="rest of the block")
     for i, r in enumerate(bars):
       if r["model"] == "mone":
         ax.plot([i - 0.4, i + 0.4], [dense / r["flop_ratio"]] * 2, color="k", lw=2,
