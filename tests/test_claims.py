@@ -182,7 +182,11 @@ def test_check_refuses_malformed_claims():
 def test_committed_landing_page_is_generated_from_the_committed_claims():
   from mone import results
   page = results.REPO / "book" / "verdicts.md"
-  assert page.read_text() == claims.landing_page(results.RESULTS), "run `python -m mone.chapters.claims book/verdicts.md`"
+  figure = "../results/landing.png" if (results.RESULTS / claims.LANDING_FIGURE).exists() else None
+  assert page.read_text() == claims.landing_page(results.RESULTS, figure=figure), "run `python -m mone.chapters.claims book/verdicts.md`"
+  # The claims files carry the family-wise view of every chapter together (written by that command).
+  from mone.chapters import significance
+  assert claims.load(results.RESULTS) == significance.annotate(claims.load(results.RESULTS))
   # Every chapter of the book has its claims.
   chapters = sorted(p.stem for p in (results.REPO / "notebooks").glob("[0-9]*.ipynb"))
   assert sorted(claims.load(results.RESULTS)) == chapters
@@ -246,3 +250,37 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
   assert (tmp_path / "changes.md").read_text() == table
   with pytest.raises(SystemExit, match="no \\*/claims.json"):
     claims.main([str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])
+
+
+def test_the_landing_answer_counts_kinds_apart_and_leads_with_the_headline():
+  trained = [claims.trained("fig3.mone_matches_vit", "MoNE matches ViT", "p", {0: 80.0, 1: 81.0, 2: 79.0}, {0: 80.5, 1: 80.0, 2: 80.2},
+                            relation="matches", tolerance=1.0),
+             claims.trained("b", "beats", "p", {0: 5.0, 1: 5.2, 2: 4.9}, relation="beats", tolerance=0.0)]
+  other = [claims.arithmetic("c", "flops", 2.0, 2.2, at_least=1.8),
+           claims.timing("d", "fast", 2.0, 1.0, target=2.0) if hasattr(claims, "timing") else claims.arithmetic("d", "x", 1.0, 0.5)]
+  from mone.chapters import significance
+  everything = [c for cs in significance.annotate({"ch": trained + other}).values() for c in cs]
+  tally = claims.counts_by_kind(everything)
+  assert tally.startswith("Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2")
+  assert "Arithmetic checks" in tally and tally.index("Trained") < tally.index("Arithmetic")
+  text = claims.answer(everything)
+  assert text.startswith("Of the paper's 2 claims that need trained models, this profile reproduces 1, rules out 0 and leaves 1 open")
+  assert '"MoNE matches ViT"' in text and "95% CI" in text
+
+
+def test_replace_block_rewrites_only_between_the_markers(tmp_path):
+  text = "# T\n<!-- answer:start -->\nold\n<!-- answer:end -->\nrest\n"
+  assert claims.replace_block(text, "new\n") == "# T\n<!-- answer:start -->\nnew\n<!-- answer:end -->\nrest\n"
+  assert claims.replace_block("no markers\n", "new") == "no markers\n"
+  readme = tmp_path / "README.md"
+  readme.write_text(text)
+  from mone import results
+  import shutil
+  shutil.copytree(results.RESULTS, tmp_path / "results", ignore=shutil.ignore_patterns("runs", "weights", "*.png", "*.svg", "bench", "device_twins"))
+  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
+  got = readme.read_text()
+  assert got.startswith("# T\n<!-- answer:start -->\n![") and got.endswith("<!-- answer:end -->\nrest\n") and "Trained comparisons" in got
+  page = (tmp_path / "v.md").read_text()
+  before = page
+  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
+  assert (tmp_path / "v.md").read_text() == before  # a rerun changes nothing

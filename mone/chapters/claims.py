@@ -258,29 +258,59 @@ VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reprod
 
 
 def _ours(c) -> str:
-  """The measured cell: value, CI and seeds, or why the claim is undecided."""
+  """The measured cell: value, CI and seeds (with the p-value and the seeds that would decide it,
+  `mone.chapters.significance`), or why the claim is undecided."""
   out = _fmt(c["measured"], c.get("unit", ""))
   if c.get("ci95"):
     out += f", 95% CI {_ci(c)}"
   if c["n_seeds"]:
     out += f", {c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)}"
+  if c.get("p_value") is not None:
+    out += f", p = {c['p_value']:.2g}"
+  if "seeds_to_decide" in c and c["verdict"] == "inconclusive" and c["n_seeds"] >= MIN_SEEDS:
+    n = c["seeds_to_decide"]
+    out += f"; decided at {n} seeds if the mean held" if n else f"; not decided by {20} seeds at this spread"
   if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
     out += f" ({c['why']})"
   return out
 
 
 def markdown_table(claims: list[dict], link: str | None = None) -> str:
-  """A Markdown (MyST) table of claims, the verdict first, four columns narrow enough for a
-  page: verdict, claim (with its id), the paper's number, ours (with the 95% CI of the paired
-  difference and the seeds). link: the chapter's document path, for the landing page (each
+  """A Markdown (MyST) table of claims, the verdict first: verdict, family-wise verdict (Holm over
+  every trained claim, `mone.chapters.significance`), claim (with its id), the paper's number,
+  ours (with the 95% CI of the paired difference, the seeds and the p-value). link: the chapter's document path, for the landing page (each
   id then links to its chapter with a {doc} role)."""
-  head = "| Verdict | Claim | Paper | Ours |\n| --- | --- | --- | --- |\n"
+  head = "| Verdict | Family-wise | Claim | Paper | Ours |\n| --- | --- | --- | --- | --- |\n"
   rows = []
   for c in claims:
     ident = f"{{doc}}`{c['id']} <{link}>`" if link else f"`{c['id']}`"
-    cells = [VERDICT_LABEL[c["verdict"]], f"{c['claim']} ({ident})", str(c["paper"]), _ours(c)]
+    familywise = VERDICT_LABEL[c["verdict_familywise"]] if "verdict_familywise" in c else "-"
+    cells = [VERDICT_LABEL[c["verdict"]], familywise, f"{c['claim']} ({ident})", str(c["paper"]), _ours(c)]
     rows.append("| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |")
   return head + "\n".join(rows) + "\n"
+
+
+KIND_LABEL = {"trained": "Trained comparisons", "arithmetic": "Arithmetic checks (hold by construction: FLOPs, budgets)",
+              "timing": "Timing targets (set by this repository, not the paper)"}
+
+
+def counts_by_kind(claims: list[dict]) -> str:
+  """'Trained comparisons (26): 4 reproduced, ... Arithmetic checks (...): ...': the tally of each
+  kind of claim apart, trained claims first (with their family-wise tally), since a check that
+  holds by construction or a target of our own says nothing about the paper."""
+  parts = []
+  for kind in KINDS:
+    cs = [c for c in claims if c["kind"] == kind]
+    if not cs:
+      continue
+    line = f"{KIND_LABEL[kind]} ({len(cs)}): {counts(cs)}"
+    fw = [c for c in cs if "verdict_familywise" in c]
+    if fw:
+      n = {v: sum(c["verdict_familywise"] == v for c in fw) for v in VERDICTS}
+      line += (f"; family-wise over the {len(fw)} with 3 or more seeds (Holm, 5%): "
+               + ", ".join(f"{k} {v}" for v, k in n.items() if k))
+    parts.append(line + ".")
+  return " ".join(parts)
 
 
 def counts(claims: list[dict]) -> str:
@@ -300,21 +330,109 @@ def _title(chapter: str) -> str:
   return chapter
 
 
-def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/") -> str:
-  """The landing page's verdict section: every claim of every chapter, grouped by chapter (under
-  the heading, the chapter's caveats, `write_caveats`), each id linking to its chapter.
-  Generated, never typed: `python -m mone.chapters.claims book/verdicts.md`."""
-  chapters, caveats = load(root), load_caveats(root)
+HEADLINE = "fig3.mone_matches_vit"  # the paper's headline: MoNE matches the dense ViT at about half the FLOPs
+LANDING_FIGURE = "landing.png"     # under the results folder: `landing_figure`
+
+
+def answer(claims: list[dict]) -> str:
+  """Two or three sentences that answer 'does MoNE hold up on this profile?', generated from
+  the claims (with their family-wise verdicts, `significance.annotate`): how many trained
+  comparisons are reproduced, ruled out and open, and what the headline comparison shows."""
+  trained = [c for c in claims if c["kind"] == "trained"]
+  n = {v: sum(c["verdict"] == v for c in trained) for v in VERDICTS}
+  fw = sum(c.get("verdict_familywise") == "reproduced" for c in trained)
+  untestable = f", {n['not testable']} of them not testable yet" if n["not testable"] else ""
+  out = (f"Of the paper's {len(trained)} claims that need trained models, this profile reproduces {n['reproduced']}, "
+         f"rules out {n['not reproduced']} and leaves {n['inconclusive'] + n['not testable']} open{untestable}; "
+         f"counted family-wise (Holm over the claims with 3 or more seeds), {fw} {'holds' if fw == 1 else 'hold'}.")
+  head = next((c for c in trained if c["id"] == HEADLINE), None)
+  if head and head.get("ci95"):
+    out += (f" The headline claim, \"{head['claim']}\", measures {_fmt(head['measured'], 'points')} "
+            f"(95% CI {_ci(head)}, {head['n_seeds']} seeds): {head['verdict']}. " + (head.get("note") or ""))
+  return out.strip()
+
+
+def landing_figure(claims: list[dict], path) -> None:
+  """The landing page's figure: every trained comparison's mean paired difference (MoNE minus
+  the baseline, in points) with its 95% CI, coloured by verdict, and the band or threshold its
+  claim must clear. matplotlib is imported here only: the book's environment has none and
+  only references the committed figure."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  from mone import results
+  cs = [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
+  colour = {"reproduced": "#029e73", "not reproduced": "#d55e00", "inconclusive": "#949494"}
+  fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(cs) + 1.3))
+  for y, c in enumerate(reversed(cs)):
+    lo, hi = c["ci95"]
+    ax.plot([lo, hi], [y, y], color=colour[c["verdict"]], lw=2.5, solid_capstyle="butt")
+    ax.plot(c["measured"], y, "o", color=colour[c["verdict"]], ms=5)
+    tol = c["tolerance"]
+    if c["relation"] == "matches":
+      ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
+    elif c["relation"] == "no_worse":
+      ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
+  ax.axvline(0, color="k", lw=0.8)
+  ax.set_yticks(range(len(cs)), [c["id"] for c in reversed(cs)], fontsize=8)
+  ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over paired seeds")
+  for v, col in colour.items():
+    ax.plot([], [], color=col, lw=2.5, label=v)
+  ax.fill_between([], [], color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie")
+  ax.legend(fontsize=8, loc="upper right")
+  ax.set_title("Every trained claim of the small profile", fontsize=10)
+  ax.grid(alpha=0.3, axis="x")
+  fig.tight_layout()
+  path = Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_name(f".{path.name}.tmp.png")
+  fig.savefig(tmp, dpi=130, metadata={"Software": None})  # no version stamp: the file changes only with its data
+  plt.close(fig)
+  import os
+  os.replace(tmp, path)
+
+
+def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figure: str | None = None) -> str:
+  """The landing page's verdict section: the answer first (`answer`, and the figure at `figure`,
+  a path relative to the page), the tally by kind of claim, then every claim of every chapter,
+  grouped by chapter (under the heading, the chapter's caveats, `write_caveats`), each id
+  linking to its chapter. Generated, never typed: `python -m mone.chapters.claims book/verdicts.md`."""
+  from mone.chapters import significance
+  chapters, caveats = significance.annotate(load(root)), load_caveats(root)
   everything = [c for cs in chapters.values() for c in cs]
-  out = [f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` "
-         f"({len(everything)} claims: {counts(everything)}). A trained comparison is decided from paired seeds "
-         f"(the 95% CI of MoNE minus the baseline); with fewer than {MIN_SEEDS} seeds it is inconclusive.\n"]
+  out = []
+  if figure:
+    out.append(f"![Every trained claim: mean paired difference and 95% CI, by verdict]({figure})\n")
+  out.append(answer(everything) + "\n")
+  out.append(f"{counts_by_kind(everything)}\n")
+  out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
+             f"A trained comparison is decided from paired seeds (the 95% CI of MoNE minus the baseline); with fewer than "
+             f"{MIN_SEEDS} seeds it is inconclusive. The family-wise verdict keeps a verdict only where Holm's procedure over "
+             "every trained claim keeps its test (`mone.chapters.significance`).\n")
   for chapter, cs in chapters.items():
     out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {counts(cs)}\n")
     if caveats.get(chapter):
       out.append(_caveat_lines(caveats[chapter]).rstrip("\n") + "\n")
     out.append(markdown_table(cs, link=f"{doc_prefix}{chapter}"))
   return "\n".join(out)
+
+
+def readme_block(root: Path | None = None) -> str:
+  """The README's answer, between its `<!-- answer:start -->` and `<!-- answer:end -->` lines."""
+  from mone.chapters import significance
+  everything = [c for cs in significance.annotate(load(root)).values() for c in cs]
+  return (f"![Every trained claim: mean paired difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
+          f"{answer(everything)}\n\n{counts_by_kind(everything)} Every claim, with its CI, p-value and chapter: "
+          "[the book's landing page](book/intro.md).\n")
+
+
+def replace_block(text: str, block: str, start: str = "<!-- answer:start -->", end: str = "<!-- answer:end -->") -> str:
+  """text with what lies between the lines `start` and `end` replaced by block; text unchanged
+  where it lacks either marker."""
+  i, j = text.find(start), text.find(end)
+  if i < 0 or j < i:
+    return text
+  return text[:i + len(start)] + "\n" + block.rstrip("\n") + "\n" + text[j:]
 
 
 def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
@@ -394,6 +512,9 @@ def show(claims: list[dict], notebook: str | None = None, key: str = "verdicts")
   from IPython.display import display
   print(summary(claims))
   caveats = load_caveats().get(notebook, []) if notebook else []
+  if notebook:  # with the other chapters' claims as they stand: the family-wise view needs them all
+    from mone.chapters import significance
+    claims = significance.annotate({**load(), notebook: claims})[notebook]
   md = _caveat_lines(caveats) + markdown_table(claims) + ("\n" + downloads(notebook) if notebook else "")
   display({GLUE_PREFIX + "text/markdown": md, GLUE_PREFIX + "text/plain": md}, raw=True,
           metadata={"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}})
@@ -407,14 +528,35 @@ def main(argv=None):
   ap.add_argument("--results", default=None, help="results folder (default: the repository's, or $MONE_RESULTS_DIR)")
   ap.add_argument("--compare", metavar="OLD_RESULTS", default=None,
                   help="write instead the table of verdict changes from OLD_RESULTS' claims to --results' (`changes`)")
+  ap.add_argument("--figures", action="store_true", help=f"also draw the landing figure (results/{LANDING_FIGURE}; needs matplotlib)")
+  ap.add_argument("--readme", metavar="README", default=None,
+                  help="also rewrite the answer between README's <!-- answer:start --> and <!-- answer:end --> lines")
   args = ap.parse_args(argv)
   from mone import results
+  from mone.chapters import significance
   if args.compare:
     if not any(Path(args.compare).glob("*/claims.json")):
       raise SystemExit(f"--compare: no */claims.json under {args.compare}")
     results.atomic_write_text(args.out, changes(load(args.compare), load(args.results)))
-  else:
-    results.atomic_write_text(args.out, landing_page(args.results))
+    return
+  root = Path(args.results) if args.results else results.results_root()
+  # Holm needs every chapter's claims: the family-wise verdicts and p-values go back into each file.
+  for chapter, cs in significance.annotate(load(root)).items():
+    _write_if_changed(root / chapter / "claims.json",
+                      json.dumps(results.rounded(results.jsonable(_round(cs))), indent=1, sort_keys=True) + "\n", results)
+  if args.figures:
+    landing_figure([c for cs in load(root).values() for c in cs], root / LANDING_FIGURE)
+  import os
+  figure = os.path.relpath(root / LANDING_FIGURE, Path(args.out).resolve().parent)
+  _write_if_changed(Path(args.out), landing_page(root, figure=figure if (root / LANDING_FIGURE).exists() else None), results)
+  if args.readme and Path(args.readme).exists():
+    _write_if_changed(Path(args.readme), replace_block(Path(args.readme).read_text(), readme_block(root)), results)
+
+
+def _write_if_changed(path: Path, text: str, results) -> None:
+  """Writes text atomically where it differs from the file: a rerun leaves every file untouched."""
+  if not path.exists() or path.read_text() != text:
+    results.atomic_write_text(path, text)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+"""How strong each trained verdict is: its p-value, a family-wise verdict over every trained
+claim, and how many paired seeds would decide it.
+
+`mone.chapters.claims` decides a trained claim from the two-sided 95% t-interval of its paired
+differences (n - 1 degrees of freedom). Each p-value here is the one of the test that interval
+performs, so that p < 0.05 exactly when the interval gives the verdict (T is Student's t with
+n - 1 degrees of freedom, t(x) = (mean - x) / (s / sqrt(n))):
+
+* "beats" (reproduced when the CI lies above 0): p = 2 P(T >= t(0)); ruled out (not
+  reproduced) when the CI lies below the tolerance: p = 2 P(T <= t(tolerance)).
+* "no_worse" (reproduced when the CI lies above -tolerance): p = 2 P(T >= t(-tolerance)); ruled
+  out when it lies below: p = 2 P(T <= t(-tolerance)).
+* "matches" (reproduced when the CI lies inside ±tolerance): two one-sided tests, p = the larger
+  of 2 P(T >= t(-tolerance)) and 2 P(T <= t(tolerance)); ruled out when the CI lies wholly outside:
+  the smaller of 2 P(T <= t(-tolerance)) and 2 P(T >= t(tolerance)).
+
+A claim that is not reproduced gets the p of the test that ruled it out; any other (reproduced,
+or inconclusive) the p of the test that would reproduce it. The factor 2 makes each one-sided
+test one half of the two-sided 95% interval, as the verdicts use it.
+
+Twenty-odd trained claims tested at 95% each would hold about one false verdict by chance.
+`holm` controls the family-wise error at 5% over every trained claim of every chapter with a
+p-value (Holm's step-down: the k-th smallest p is compared with 0.05 / (m - k + 1) until one
+fails); `verdict_familywise` keeps a claim's verdict where Holm keeps its test, else it is
+inconclusive. The per-claim verdicts are unchanged: the book shows both.
+
+`seeds_to_decide` is a power estimate: the fewest paired seeds (from 3 to 20) at which the same
+t-interval would decide the claim if its mean and paired standard deviation held; None past 20.
+"""
+import math
+
+import numpy as np
+import scipy.stats
+
+from mone.chapters import claims as claims_lib
+
+FAMILY_ALPHA = 0.05
+MAX_SEEDS = 20
+
+
+def _t(mean: float, sd: float, n: int, x: float) -> float:
+  """The t statistic of mean against x; +-inf where the differences are all equal."""
+  se = sd / math.sqrt(n)
+  if se == 0:
+    return math.inf if mean > x else -math.inf if mean < x else 0.0
+  return (mean - x) / se
+
+
+def p_value(diffs, relation: str, tolerance: float, verdict: str) -> float | None:
+  """The p-value of the test behind a trained claim's verdict (see the module doc); None with
+  fewer than 2 differences."""
+  d = np.asarray(list(diffs), float)
+  if len(d) < 2:
+    return None
+  if relation not in claims_lib.RELATIONS:
+    raise ValueError(f"relation must be one of {claims_lib.RELATIONS}, got {relation!r}")
+  mean, sd, n = float(d.mean()), float(d.std(ddof=1)), len(d)
+  T = scipy.stats.t(n - 1)
+  above = lambda x: min(1.0, 2 * float(T.sf(_t(mean, sd, n, x))))   # the CI lies above x
+  below = lambda x: min(1.0, 2 * float(T.cdf(_t(mean, sd, n, x))))  # the CI lies below x
+  ruled_out = verdict == "not reproduced"
+  if relation == "beats":
+    return below(tolerance) if ruled_out else above(0.0)
+  if relation == "no_worse":
+    return below(-tolerance) if ruled_out else above(-tolerance)
+  if ruled_out:
+    return min(below(-tolerance), above(tolerance))
+  return max(above(-tolerance), below(tolerance))
+
+
+def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> dict:
+  """{key: kept} for {key: p}: Holm's step-down procedure at family-wise error alpha."""
+  if not 0 < alpha < 1:
+    raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+  order = sorted(p_values, key=lambda k: p_values[k])
+  m, kept, going = len(order), {}, True
+  for k, key in enumerate(order):
+    going = going and p_values[key] <= alpha / (m - k)
+    kept[key] = going
+  return kept
+
+
+def seeds_to_decide(mean: float, sd: float, relation: str, tolerance: float) -> int | None:
+  """The fewest paired seeds n in [MIN_SEEDS, MAX_SEEDS] at which mean ± t(0.975, n-1) sd / sqrt(n)
+  decides the claim (`claims.decide`), if the mean and sd held; None if none does."""
+  for n in range(claims_lib.MIN_SEEDS, MAX_SEEDS + 1):
+    half = float(scipy.stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    if claims_lib.decide(relation, mean - half, mean + half, tolerance) != "inconclusive":
+      return n
+  return None
+
+
+def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
+  """Every chapter's claims ({chapter: claims}, as `claims.load` returns) with, on each trained
+  claim that has per-seed differences, `p_value` (2 or more seeds), `seeds_to_decide` (3 or more)
+  and `verdict_familywise` (Holm over all of them). Other claims are returned unchanged."""
+  out, ps = {}, {}
+  for chapter, rows in chapters.items():
+    out[chapter] = []
+    for c in rows:
+      c = dict(c)
+      d = c.get("per_seed") or []
+      if c["kind"] == "trained" and c["verdict"] != "not testable" and len(d) >= 2:
+        c["p_value"] = claims_lib._round(p_value(d, c["relation"], c["tolerance"], c["verdict"]))  # as claims.json keeps it
+        c["seeds_to_decide"] = (seeds_to_decide(float(np.mean(d)), float(np.std(d, ddof=1)), c["relation"], c["tolerance"])
+                                if len(d) >= claims_lib.MIN_SEEDS else None)
+        if len(d) >= claims_lib.MIN_SEEDS:  # fewer seeds decide nothing: not part of the family
+          ps[c["id"]] = c["p_value"]
+      out[chapter].append(c)
+  kept = holm(ps) if ps else {}
+  for rows in out.values():
+    for c in rows:
+      if c["id"] in kept:
+        undecided = c["verdict"] == "inconclusive" or not kept[c["id"]]
+        c["verdict_familywise"] = "inconclusive" if undecided else c["verdict"]
+  return out

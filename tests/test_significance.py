@@ -1,0 +1,57 @@
+"""p-values, the family-wise view and the power estimate of trained claims (`mone.chapters.significance`)."""
+import numpy as np
+import pytest
+import scipy.stats
+
+from mone.chapters import claims, significance
+
+
+def test_holm_keeps_only_what_the_step_down_procedure_keeps():
+  kept = significance.holm({"a": 0.01, "b": 0.02, "c": 0.03, "d": 0.2})
+  assert kept == {"a": True, "b": False, "c": False, "d": False}  # 0.01 <= 0.05/4; 0.02 > 0.05/3
+  assert significance.holm({"a": 0.001, "b": 0.02, "c": 0.04}) == {"a": True, "b": True, "c": True}  # 0.02 <= 0.025, 0.04 <= 0.05
+  with pytest.raises(ValueError, match="alpha must be in"):
+    significance.holm({"a": 0.1}, alpha=1.5)
+
+
+@pytest.mark.parametrize("relation,tolerance", [("beats", 0.0), ("no_worse", 1.0), ("matches", 1.0)])
+def test_p_below_005_exactly_when_the_ci_decides_the_verdict(relation, tolerance):
+  rng = np.random.default_rng(0)
+  checked = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0}
+  for _ in range(600):
+    n = int(rng.integers(3, 7))
+    d = rng.normal(rng.normal(0, 2), rng.uniform(0.2, 3), n)
+    _, low, high = claims.paired_ci(d)
+    verdict = claims.decide(relation, low, high, tolerance)
+    if relation == "beats" and verdict == "not reproduced" and high >= tolerance - 1e-9:
+      continue  # a 'beats' claim is ruled out at high <= tolerance: the boundary itself has measure zero
+    p = significance.p_value(d, relation, tolerance, verdict)
+    assert (p < 0.05) == (verdict != "inconclusive"), (relation, verdict, p, low, high)
+    checked[verdict] += 1
+  assert all(checked.values()), checked  # every verdict was exercised
+
+
+def test_beats_p_is_the_doubled_one_sided_t_test():
+  d = [1.0, 2.0, 3.5, 2.2]
+  t = np.mean(d) / (np.std(d, ddof=1) / 2)
+  assert significance.p_value(d, "beats", 0.0, "reproduced") == pytest.approx(2 * scipy.stats.t.sf(t, 3))
+  assert significance.p_value([1.0], "beats", 0.0, "inconclusive") is None
+
+
+def test_seeds_to_decide_matches_the_t_interval_at_the_observed_spread():
+  assert significance.seeds_to_decide(2.12, 1.14, "beats", 0.0) == 4
+  assert significance.seeds_to_decide(-0.38, 0.71, "no_worse", 1.0) == 8
+  assert significance.seeds_to_decide(-0.75, 2.80, "matches", 1.0) is None  # never within ±1 at this spread
+  assert significance.seeds_to_decide(30.0, 1.0, "beats", 0.0) == 3
+
+
+def test_annotate_adds_p_seeds_and_a_familywise_verdict_to_trained_claims_only():
+  strong = claims.trained("a", "beats", "p", {0: 5.0, 1: 5.2, 2: 4.9, 3: 5.1}, relation="beats", tolerance=0.0)
+  weak = claims.trained("b", "beats", "p", {0: 1.0, 1: 3.0, 2: 0.5}, relation="beats", tolerance=0.0)
+  two = claims.trained("c", "beats", "p", {0: 1.0, 1: 3.0}, relation="beats", tolerance=0.0)
+  flops = claims.arithmetic("d", "flops", 2.0, 2.2, at_least=1.8)
+  got = {c["id"]: c for cs in significance.annotate({"ch": [strong, weak, two, flops]}).values() for c in cs}
+  assert got["a"]["verdict"] == "reproduced" and got["a"]["verdict_familywise"] == "reproduced"
+  assert got["b"]["verdict_familywise"] == "inconclusive" and got["b"]["seeds_to_decide"] is not None
+  assert "p_value" in got["c"] and got["c"]["seeds_to_decide"] is None and "verdict_familywise" not in got["c"]
+  assert "p_value" not in got["d"] and "verdict_familywise" not in got["d"]
