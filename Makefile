@@ -3,15 +3,31 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-# Tests and notebooks run on the CPU; 8 virtual devices let data-parallel code build a mesh.
+# DEVICE=auto (the default): gpu where `nvidia-smi -L` lists a GPU, else cpu.
+# cpu: tests and notebooks run on the CPU (JAX_PLATFORMS=cpu; 8 virtual devices let data-parallel code
+# build a mesh), .venv from requirements/lock.txt. gpu: .venv also gets JAX's CUDA plugin
+# (requirements/gpu.txt, its own stamp) and JAX is not forced onto the CPU; the tests still are
+# (tests/conftest.py). `make test DEVICE=cpu` keeps a GPU machine on the CPU path.
+DEVICE ?= auto
+ifeq ($(DEVICE),auto)
+override DEVICE := $(shell nvidia-smi -L > /dev/null 2>&1 && echo gpu || echo cpu)
+endif
+ifeq ($(DEVICE),cpu)
 export JAX_PLATFORMS ?= cpu
+REQUIREMENTS := requirements/lock.txt
+STAMP := $(VENV)/.installed
+else ifeq ($(DEVICE),gpu)
+REQUIREMENTS := requirements/gpu.txt
+STAMP := $(VENV)/.installed-gpu
+else
+$(error DEVICE must be auto, cpu or gpu, got '$(DEVICE)')
+endif
 # XLA:CPU's per-step temporaries stay in glibc's heap instead of being mapped and zero-filled anew
 # at every step: digits64 training steps 1.2-1.5x faster, same numbers (mone/train/hostmem.py says why; a test
 # checks this value against hostmem.TUNABLES). Set GLIBC_TUNABLES yourself, even empty, to override.
 export GLIBC_TUNABLES ?= glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184
 
-.PHONY: env test figures book book-html book-check lab help FORCE
+.PHONY: env test figures book book-html book-check lab gpu-report help FORCE
 
 help:
 	@echo "make figures  - run every notebook (default profile) and write results/"
@@ -19,6 +35,7 @@ help:
 	@echo "make book     - build the Jupyter Book from the executed notebooks"
 	@echo "make lab      - open the notebooks in JupyterLab, on the kernel make figures uses"
 	@echo "make env      - only create the pinned virtualenv in .venv"
+	@echo "make gpu-report - check and time every GPU speed path in one budgeted run (mone/bench/report.py)"
 
 # A virtualenv in $(1), with the pinned requirements file $(2) installed.
 define venv_with
@@ -26,8 +43,8 @@ define venv_with
 	$(1)/bin/python -m pip install -q --disable-pip-version-check -r $(2)
 endef
 
-$(STAMP): requirements/lock.txt pyproject.toml
-	$(call venv_with,$(VENV),requirements/lock.txt)
+$(STAMP): $(sort $(REQUIREMENTS) requirements/lock.txt) pyproject.toml
+	$(call venv_with,$(VENV),$(REQUIREMENTS))
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	$(PY) -m ipykernel install --prefix $(VENV) --name python3 > /dev/null
 	touch $@
@@ -41,6 +58,18 @@ env: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
+
+# The GPU report (mone/bench/report.py): every GPU speed path checked against its reference and timed
+# (ViT-B/16, ViViT-B/16x2), a per-operation summary and the speed targets, in one process that fits one
+# 8-minute call on an H100 (--budget-s 420, a watchdog at 450 s), written to
+# results/bench/gpu-report-<device>.json. The lent GPU machine has no package registry, so use its python,
+# which already has JAX with the CUDA plugin, instead of the venv (the shell expands $OUT, in double quotes):
+#   make gpu-report PY_REPORT=python3 REPORT_ARGS="--json $OUT/gpu-report.json"
+# REPORT_ARGS=--tiny runs the same code paths on tiny models on the CPU (about a minute).
+PY_REPORT ?= $(PY)
+REPORT_ARGS ?=
+gpu-report: $(if $(filter $(PY),$(PY_REPORT)),$(STAMP))
+	$(PY_REPORT) -m mone.bench --report $(REPORT_ARGS)
 
 # JupyterLab in its own venv (its server stack stays out of the test environment), showing only
 # .venv's python3 kernel (JUPYTER_PATH comes first in Jupyter's search): the kernel papermill uses.
@@ -107,7 +136,7 @@ EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 
 # The book's verdict changes against the first small profile (book/changes.md) follow the small profile only.
 figures: $(EXECUTED)
-	$(PY) -m mone.chapters.claims $(VERDICTS)
+	$(PY) -m mone.chapters.claims $(VERDICTS) --figures $(if $(filter small,$(PROFILE)),--readme README.md)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.devices book/devices.md)
 

@@ -1,4 +1,6 @@
 """The benchmark machinery on a tiny model: schema, FLOP accounting, chunking. No timing claims."""
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -6,7 +8,7 @@ import optax
 import pytest
 
 from mone import capacity, flops, results
-from mone.bench import cli, micro, timing, workloads
+from mone.bench import cli, micro, report, timing, workloads
 from mone.models import config, routing
 
 KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75_ms", "reps",
@@ -207,3 +209,195 @@ def test_the_command_line_refuses_block_and_matmul_together(tmp_path, capsys):
   assert not (tmp_path / "x.json").exists()
   assert cli.command_line(variant="tiny/8", batch=[2], block=True, no_matvit=False) == \
       "python -m mone.bench --variant tiny/8 --batch 2 --block"
+
+
+# ------------------------------------------------------------------------------------------------
+# The GPU report (mone.bench.report), in its --tiny CPU mode: the machinery, never the speed.
+
+@pytest.fixture(scope="module")
+def tiny_report(tmp_path_factory):
+  path = tmp_path_factory.mktemp("report") / "report.json"
+  cli.main(["--report", "--tiny", "--json", str(path)])
+  return results.read_json(path), path
+
+
+def _has_field(name):
+  return name in {f.name for f in dataclasses.fields(config.ViTConfig)}
+
+
+def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
+  out, path = tiny_report
+  fams = report.families(tiny=True)
+  assert out["complete"] and out["aborted"] is None and out["tiny"]
+  assert out["plan"] == [g.name for g in report.plan(fams, tiny=True)] and set(out["plan"]) == set(out["groups"])
+  for name, g in out["groups"].items():
+    assert g["status"].startswith("done"), (name, g)
+    assert 0 <= g["started_s"] <= g["finished_s"] <= out["elapsed_s"]
+  assert {"jax", "jaxlib", "flax"} <= set(out["versions"]) and "code" in out and out["machine"]["device"]
+  assert out["matmul_precision"]["float32_correctness"] == "highest"
+  assert out["args"]["json"] is not None and "results/bench" not in str(path)
+  switches = {s["name"]: s for s in out["switches"]}
+  assert not switches["fused_mlp"]["available"] and switches["fused_mlp"]["kind"] == "none"
+  for name in ("attention", "grad_barrier"):
+    assert switches[name]["available"] == _has_field(name)
+
+  rows = out["rows"]
+  for group in (g for g in report.plan(fams, tiny=True) if g.kind == "timing"):
+    sel = [r for r in rows if r["group"] == group.name]
+    settings = {r["setting"] for r in sel}
+    want = {"default"} | {f"{s['name']}={s['reference']}" for s in out["switches"]
+                          if s["available"] and s["name"] in group.switch_names and group.mode in s["modes"]}
+    assert settings == want, group.name
+    assert {(r["model"], r["e_c"]) for r in sel if r["setting"] == "default"} == set(group.contenders)
+    for r in sel:
+      assert r["status"] == "timed" and r["reps"] == 2 and r["median_ms"] > 0 and r["speedup"] > 0
+      assert np.isclose(r["efficiency"], r["speedup"] / r["flop_ratio"])
+      assert r["compile_s"] > 0 and r["lower_s"] > 0 and r["compiled_in"] in out["plan"]
+      # Against the fastest dense row of the group with the same attention implementation.
+      dense = [q["median_ms"] for q in sel if q["model"] == "dense" and q["attention"] == r["attention"]]
+      assert np.isclose(r["baseline_ms"], min(dense)) and np.isclose(r["speedup"], min(dense) / r["median_ms"])
+      # The switch's XLA options reach that compilation alone.
+      off = r["setting"] == "command_buffers=off"
+      assert r["compiler_options"] == (switches["command_buffers"]["options"] if off else None)
+  cfg = config.vit("tiny/8", depth=1)
+  mone = next(r for r in rows if r["group"] == "vit-forward-2" and r["model"] == "mone" and r["setting"] == "default")
+  assert np.isclose(mone["flop_ratio"], flops.gflops(cfg) / flops.gflops(cfg, "mone", 0.3))
+  # The e_c sweep reuses the core group's compiled default rows instead of compiling them again.
+  assert next(r for r in rows if r["group"] == "vit-forward-2-e_c" and r["model"] == "dense")["compiled_in"] == "vit-forward-2"
+
+
+def test_tiny_report_checks_each_fast_path_against_its_reference(tiny_report):
+  out, _ = tiny_report
+  checks = out["correctness"]
+  for name in ("attention", "grad_barrier"):
+    mine = [c for c in checks if c["switch"] == name]
+    if not _has_field(name):  # the model configs do not have this switch yet
+      assert [c["status"] for c in mine] == [f"unavailable: no config field {name!r}"]
+      continue
+    assert {(c["model"], c["dtype"]) for c in mine} == {(m, d) for m in ("dense", "mone") for d in ("float32", "bfloat16")}
+    for c in mine:
+      assert c["status"] == "checked" and c["ok"], c
+      assert c["forward_rel_err"] <= report.TOLERANCE[c["dtype"]] and c["grad_rel_err"] <= report.TOLERANCE[c["dtype"]]
+  assert "correctness:" in "\n".join(out["summary"])
+
+
+def test_tiny_report_splits_device_time_by_kind_of_operation(tiny_report):
+  out, _ = tiny_report
+  prof = out["op_summary"]
+  assert "ProfileData" in prof["method"]
+  rows = {(r["mode"], r["model"]): r for r in prof["rows"]}
+  assert set(rows) == {(m, n) for m in ("forward", "train") for n in ("dense", "mone")}
+  for r in rows.values():
+    assert r["status"] == "measured" and r["device_ms_per_run"] > 0 and r["matched_to_hlo_fraction"] > 0.9
+    assert set(r["by_kind_ms"]) == set(report.KINDS)
+    assert np.isclose(sum(r["by_kind_ms"].values()), r["device_ms_per_run"], rtol=1e-4)
+    assert r["by_kind_ms"]["matmul"] > 0 and r["by_kind_ms"]["attention"] > 0
+  # Routing (top-k, sorts, gathers) exists only in MoNE; a dense forward pass has none of it.
+  assert rows["forward", "dense"]["by_kind_ms"]["gather/scatter/sort"] == 0
+  assert rows["forward", "mone"]["by_kind_ms"]["gather/scatter/sort"] > 0
+
+
+def test_tiny_report_states_every_target(tiny_report):
+  out, _ = tiny_report
+  ids = [t[0] for t in report.target_specs(report.families(tiny=True))]
+  assert [t["id"] for t in out["targets"]] == ids
+  for t in out["targets"]:
+    if t["measured"] is None:
+      assert t["met"] is None and t["status"].startswith("not measured")
+    else:
+      assert t["met"] == (t["measured"] < t["target"] if t["metric"] == "compile_s" else t["measured"] >= t["target"])
+      assert t["status"] == ("met" if t["met"] else "missed") and t["measured"] > 0
+  measured = {t["id"] for t in out["targets"] if t["measured"] is not None}
+  assert {"forward-e_c0.3-small", "train-e_c0.3-small", "forward-e_c1.0-2", "forward-vs-matvit-e_c0.3-2",
+          "vivit-forward-e_c0.3"} <= measured
+  assert out["summary"][0] == "targets:"
+
+
+def test_report_skips_what_the_budget_cannot_fit(tmp_path):
+  path = tmp_path / "r.json"
+  cli.main(["--report", "--tiny", "--budget-s", "1e-6", "--json", str(path)])
+  out = results.read_json(path)
+  assert out["complete"] and out["rows"] == [] and out["correctness"] == []
+  assert {g["status"] for g in out["groups"].values()} == {"skipped: budget"}
+  assert all(t["status"] == "not measured: group not run" for t in out["targets"])
+
+
+def test_report_groups_option_and_the_watchdog(tmp_path, capsys):
+  path = tmp_path / "r.json"
+  cli.main(["--report", "--tiny", "--groups", "op-summary", "--json", str(path)])
+  out = results.read_json(path)
+  assert out["groups"]["op-summary"]["status"] == "done (0 of 4 profiled)"
+  assert {g["status"] for n, g in out["groups"].items() if n != "op-summary"} == {"not selected (--groups)"}
+  assert all(r["status"].startswith("not measured: no compiled runner") for r in out["op_summary"]["rows"])
+
+  # --switches with no names: the default setting alone.
+  cli.main(["--report", "--tiny", "--groups", "vit-forward-2", "--switches", "--json", str(path)])
+  out = results.read_json(path)
+  assert [(r["model"], r["setting"], r["status"]) for r in out["rows"]] == [("dense", "default", "timed"), ("mone", "default", "timed")]
+  assert out["args"]["switches"] == []
+
+  args = cli.parser().parse_args(["--report", "--tiny", "--json", str(tmp_path / "a.json"), "--hard-limit-s", "100"])
+  rep = report.Report(args, cli.machine())
+  assert "command_buffers=off" in [label for label, _ in rep.settings("forward")]
+  rep.disable("command_buffers", "its fast path failed")  # e.g. cuDNN attention failing every check
+  assert [label for label, _ in rep.settings("forward") if label.startswith("command")] == []
+  label, values = rep.settings("forward")[0]
+  assert label == "default" and values["command_buffers"] == "off"  # pinned to its reference value
+  rep.activity("compiling vivit-train-2 mone e_c=0.3 default")
+  codes = []
+  rep.abort(exit=codes.append)
+  out = results.read_json(tmp_path / "a.json")
+  assert codes == [3] and not out["complete"]
+  assert out["aborted"]["during"] == "compiling vivit-train-2 mone e_c=0.3 default" and out["aborted"]["at_s"] >= 0
+  assert "hard limit 100.0 s reached" in capsys.readouterr().out
+
+
+def test_report_refuses_bad_options(tmp_path, capsys):
+  for argv, msg in ((["--report", "--block"], "does not combine with --block"),
+                    (["--tiny"], "options of --report"), (["--report", "--tiny", "--budget-s", "0"], "--budget-s must be > 0")):
+    with pytest.raises(SystemExit):
+      cli.main([*argv, "--json", str(tmp_path / "x.json")])
+    assert msg in capsys.readouterr().err
+  with pytest.raises(ValueError, match=r"--groups: unknown group\(s\) \['nope'\]"):
+    cli.main(["--report", "--tiny", "--groups", "nope", "--json", str(tmp_path / "x.json")])
+  with pytest.raises(ValueError, match=r"--switches: unknown switch\(es\) \['fast'\]"):
+    cli.main(["--report", "--tiny", "--switches", "fast", "--json", str(tmp_path / "x.json")])
+  with pytest.raises(ValueError, match="the full report needs a GPU"):
+    cli.main(["--report", "--json", str(tmp_path / "x.json")])
+  assert not (tmp_path / "x.json").exists()
+
+
+def test_hlo_classification_of_a_compiled_function():
+  """parse_hlo/classify on XLA's own text: a dot, a sort and gather (top-k routing), exp inside a
+  function named *attention*, and a normalisation, each lands in its kind."""
+  def my_attention(a):
+    return jnp.exp(a - a.max())
+
+  def f(x, w):
+    y = x @ w
+    _, idx = jax.lax.top_k(y[:, 0], 3)
+    return my_attention(jnp.take(y, idx, axis=0)).sum() + jax.nn.standardize(y).sum()
+
+  compiled = jax.jit(f).lower(jnp.ones((8, 8)), jnp.ones((8, 8))).compile()
+  hlo = report.parse_hlo(compiled.as_text())
+  assert hlo["module"] == "jit_f"
+  kinds = {name: report.classify(name, hlo) for name in hlo["instructions"]}
+  of = lambda pick: {kinds[n] for n, r in hlo["instructions"].items() if pick(r)}
+  assert of(lambda r: r["opcode"] == "dot") == {"matmul"}
+  # top-k is a sort, or on the CPU a TopK custom call; the take is a gather.
+  assert of(lambda r: r["opcode"] in ("sort", "gather") or "topk" in r["target"].lower()) == {"gather/scatter/sort"}
+  funcs = set().union(*(r["functions"] for r in hlo["instructions"].values()))
+  assert "my_attention" in funcs
+  assert {kinds[n] for n, r in hlo["instructions"].items() if "my_attention" in r["functions"]} == {"attention"}
+  assert {"matmul", "attention", "gather/scatter/sort", "elementwise/normalisation"} <= set(kinds.values())
+  assert report.kind_from_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32") == "matmul"
+  assert report.kind_from_kernel_name("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") == "attention"
+
+
+def test_relative_errors_are_normwise_per_leaf():
+  ref = {"a": np.array([3.0, 4.0]), "b": np.array([0.0, 0.0])}
+  out = {"a": np.array([3.0, 4.5]), "b": np.array([0.0, 5e-6])}
+  worst, whole = report.rel_errors(out, ref)
+  assert np.isclose(worst, 1.0)  # b's reference is zero: measured against 1e-6 x the largest leaf norm (5)
+  assert np.isclose(whole, np.hypot(0.5, 5e-6) / 5.0)
+  assert report.rel_errors(ref, ref) == (0.0, 0.0)

@@ -28,6 +28,10 @@ The package, one concept a module:
   and their table; `check_targets` turns the rows into this repository's pass/fail targets.
 - `micro`: where the time goes. `block_rows` (--block) times one transformer block's forward and
   backward apart, `matmul_rows` (--matmul) each of its projection matmuls alone.
+- `report`: the GPU report (`python -m mone.bench --report`, `make gpu-report`): every GPU speed
+  path (attention implementation, gradient barrier, XLA command buffers) checked against its
+  reference and timed on ViT-B/16 and ViViT-B/16x2, a per-operation time summary and the speed
+  targets, in one budgeted process; `--tiny` runs its code paths on the CPU.
 - `cli`: the command line (`python -m mone.bench`) and `measure`, its function form; both write
   the rows to a JSON file under results/bench/, which the book's chapter reads.
 """

@@ -1,5 +1,5 @@
-"""The benchmark's command line: python -m mone.bench [--block | --matmul] ... --json PATH
-(the package's docstring says what is timed and how)."""
+"""The benchmark's command line: python -m mone.bench [--block | --matmul | --report] ... --json PATH
+(the package's docstring says what is timed and how; mone.bench.report says what --report does)."""
 import argparse
 import datetime
 import os
@@ -11,7 +11,7 @@ import jax
 
 import mone.bench
 from mone import results
-from mone.bench import micro, timing, workloads
+from mone.bench import micro, report, timing, workloads
 
 def machine() -> dict:
   cpu = platform.processor() or platform.machine()
@@ -53,7 +53,8 @@ def parser() -> argparse.ArgumentParser:
                   help="batch sizes of the training rows (default: --batch)")
   ap.add_argument("--e-c", type=float, nargs="+", default=list(workloads.E_CS))
   ap.add_argument("--mode", nargs="+", choices=("forward", "train"), default=["forward", "train"])
-  ap.add_argument("--reps", type=int, default=7, help="timed rounds after one warm-up round")
+  ap.add_argument("--reps", type=int, default=None,
+                  help="timed rounds after one warm-up round (default 7; --report: 10, 2 with --tiny)")
   ap.add_argument("--chunk", default="auto",
                   help="examples per chunk, or 'auto': each model's fastest of the three largest of 16, 8, 4, 2 dividing the batch")
   ap.add_argument("--tune-reps", type=int, default=2, help="timed runs per chunk size when choosing it")
@@ -76,7 +77,20 @@ def parser() -> argparse.ArgumentParser:
                        "with --batch examples' tokens; see matmul_rows")
   ap.add_argument("--json", default=None,
                   help="where to write the rows (default results/bench/cpu.json, under $MONE_RESULTS_DIR if set; cpu-block.json with --block, "
-                       "cpu-matmul.json with --matmul)")
+                       "cpu-matmul.json with --matmul, gpu-report-<device>.json with --report)")
+  rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")
+  rep.add_argument("--report", action="store_true",
+                   help="check every GPU speed path against its reference and time it (ViT-B/16, ViViT-B/16x2) "
+                        "within --budget-s, in one process; the other options above do not apply")
+  rep.add_argument("--tiny", action="store_true", help="--report's code paths on tiny models (the CPU check)")
+  rep.add_argument("--budget-s", type=float, default=420.0,
+                   help="seconds the report may spend: work that would not fit is recorded as skipped")
+  rep.add_argument("--hard-limit-s", type=float, default=None,
+                   help="seconds after which a watchdog ends the report, JSON written (default: budget + 30; none with --tiny)")
+  rep.add_argument("--groups", nargs="+", default=None, metavar="GROUP",
+                   help="run only these report groups (names as in the JSON's 'plan')")
+  rep.add_argument("--switches", nargs="*", default=None, metavar="SWITCH",
+                   help="flip only these speed switches in the timing groups (default: all; none: defaults only)")
   return ap
 
 
@@ -86,6 +100,12 @@ def check(args):
     raise ValueError("--block and --matmul time different things; pass one of them")
   if args.video_only and not args.video:
     raise ValueError("--video-only needs --video VARIANT (e.g. --video B/16x2)")
+  if args.report and (args.block or args.matmul or args.video_only):
+    raise ValueError("--report runs its own groups; it does not combine with --block, --matmul or --video-only")
+  if not args.report and (args.tiny or args.groups or args.switches is not None or args.hard_limit_s is not None):
+    raise ValueError("--tiny, --groups, --switches and --hard-limit-s are options of --report")
+  if args.budget_s <= 0:
+    raise ValueError(f"--budget-s must be > 0 seconds, got {args.budget_s}")
 
 
 def main(argv=None):
@@ -128,6 +148,10 @@ def command_line(**options) -> str:
 
 def run(args):
   """The benchmark of parsed arguments (see `parser`)."""
+  if args.report:
+    return report.run(args, machine())
+  if args.reps is None:
+    args.reps = 7
   if args.json is None:
     name = "cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul else "cpu.json"
     args.json = str(results.results_root() / "bench" / name)

@@ -72,6 +72,46 @@ def make_runner(c: Contender, mode: str, inputs, labels, chunk: int):
   return run
 
 
+def compiled_runner(c: Contender, mode: str, inputs, labels, chunk: int | None = None, compiler_options=None):
+  """`make_runner` with the compilation done explicitly and timed: (run, info).
+
+  The function is lowered and compiled with `.lower(...).compile(compiler_options)`, so that XLA
+  options (e.g. command buffers off) apply to this compilation alone, in the same process as
+  the others. info: lower_s and compile_s (the two steps), prepare_s (a forward row's
+  inference variables, `prepare`, its own small compilation included), first_run_s (the first
+  call: buffer allocation, autotuning left over) and `compiled`, the executable (its HLO:
+  `compiled.as_text()`). chunk=None: the whole batch at once."""
+  batch = inputs.shape[0]
+  chunk = batch if chunk is None else chunk
+  info = {"prepare_s": 0.0}
+  if mode == "forward":
+    t0 = time.perf_counter()
+    v = prepare(c)
+    info["prepare_s"] = time.perf_counter() - t0
+    f, args = forward_fn(c, chunk, batch), (v, inputs)
+  elif mode == "train":
+    tx = optimizer()
+    f = train_fn(c, chunk, batch, tx)
+    state = [(jax.tree.map(jnp.copy, c.params), tx.init(c.params))]
+    args = (state[0], inputs, labels)
+  else:
+    raise ValueError(f"mode must be 'forward' or 'train', got {mode!r}")
+  t0 = time.perf_counter()
+  lowered = f.lower(*args)
+  t1 = time.perf_counter()
+  compiled = lowered.compile(compiler_options) if compiler_options else lowered.compile()
+  info.update(lower_s=t1 - t0, compile_s=time.perf_counter() - t1, compiled=compiled)
+  if mode == "forward":
+    run = lambda: jax.block_until_ready(compiled(v, inputs))
+  else:
+    def run():  # the step donates its state, so keep the new one
+      state[0] = jax.block_until_ready(compiled(state[0], inputs, labels))
+  t0 = time.perf_counter()
+  run()
+  info["first_run_s"] = time.perf_counter() - t0
+  return run, info
+
+
 def time_round_robin(runners, reps: int, warmup: int = 1, warm: bool = False):
   """Per-runner times in seconds, measured A B C ... A B C ... after `warmup` rounds.
   warm=True runs each runner once, untimed, right before its timed call: its data then

@@ -35,6 +35,9 @@ class Workload:
   make_inputs: Callable  # batch -> (inputs, integer labels)
   contenders: list       # contenders[0] is the dense baseline
   baseline: str
+  # (MoNE's parameters, the dense model's): pass as `params=` to build the same workload with other
+  # config fields (e.g. the attention implementation) without initialising it again.
+  params: tuple | None = None
 
 
 def _shared_params(mone, shape, num_experts: int, seed: int):
@@ -53,12 +56,13 @@ def _random_inputs(shape, num_classes: int, seed: int):
 
 
 def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, masked_e_c=0.3,
-                   seed=0, **overrides) -> Workload:
-  """Dense ViT, MoNE at each e_c, MatViT at the closest FLOPs and the masked MoNE."""
+                   seed=0, params=None, **overrides) -> Workload:
+  """Dense ViT, MoNE at each e_c, MatViT at the closest FLOPs and the masked MoNE.
+  params: another image workload's `params` of the same shapes, reused instead of a new init."""
   cfg = config.vit(variant, **overrides)
   shape = (cfg.image_size, cfg.image_size, cfg.channels)
   mone, dense = vit.ViT(cfg, routed=True), vit.ViT(cfg)
-  p, p_dense = _shared_params(mone, shape, cfg.num_experts, seed)
+  p, p_dense = params or _shared_params(mone, shape, cfg.num_experts, seed)
 
   def nested(widths):
     return lambda p: {"params": p, "nested": layers.nested_weights(p, widths)}
@@ -88,16 +92,17 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
 
   return Workload(f"ViT-{variant} {cfg.image_size}px", _random_inputs(shape, cfg.num_classes, seed), out,
                   f"dense ViT-{variant} ({flops.gflops(cfg):.2f} GFLOPs/example), the same Block code "
-                  "as MoNE (heads-major attention, erf GELU), float32, jit")
+                  "as MoNE (heads-major attention, erf GELU), float32, jit", (p, p_dense))
 
 
-def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, **overrides) -> Workload:
+def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, params=None, **overrides) -> Workload:
   """Dense ViViT-FE against MoNE-ViViT at each e_c (MoNE routes the spatial transformer only,
-  so the temporal transformer and the per-frame CLS tokens cost the same on both sides)."""
+  so the temporal transformer and the per-frame CLS tokens cost the same on both sides).
+  params: as image_workload's."""
   cfg = config.vivit(variant, num_frames=num_frames, **overrides)
   shape = (cfg.num_frames, cfg.image_size, cfg.image_size, cfg.channels)
   mone, dense = vivit.ViViT(cfg, routed=True), vivit.ViViT(cfg)
-  p, p_dense = _shared_params(mone, shape, cfg.num_experts, seed)
+  p, p_dense = params or _shared_params(mone, shape, cfg.num_experts, seed)
   out = [Contender("dense", None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
                    "ViViT-FE, all tokens at width D")]
   for e_c in e_cs:
@@ -110,7 +115,7 @@ def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, **overrides)
   return Workload(f"ViViT-{variant} {cfg.num_frames}x{cfg.image_size}px",
                   _random_inputs(shape, cfg.num_classes, seed), out,
                   f"dense ViViT-{variant} FE ({flops.gflops(cfg):.2f} GFLOPs/clip of {cfg.num_frames} frames), "
-                  "the same Block code as MoNE, float32, jit")
+                  "the same Block code as MoNE, float32, jit", (p, p_dense))
 
 
 def cast(workload: Workload, dtype) -> Workload:
@@ -123,5 +128,10 @@ def cast(workload: Workload, dtype) -> Workload:
     x, y = make(batch)
     return x.astype(dtype), y
   return dataclasses.replace(workload, make_inputs=make_inputs,
-                             contenders=[dataclasses.replace(c, params=layers.cast_floating(c.params, dtype)) for c in workload.contenders],
+                             contenders=[cast_contender(c, dtype) for c in workload.contenders],
                              baseline=workload.baseline.replace("float32", jnp.dtype(dtype).name))
+
+
+def cast_contender(c: Contender, dtype) -> Contender:
+  """One contender with its floating parameters in `dtype` (`cast` does every contender)."""
+  return dataclasses.replace(c, params=layers.cast_floating(c.params, dtype))
