@@ -95,3 +95,30 @@ def test_published_chapters_print_no_warnings():
     cells = json.loads(path.read_text())["cells"]
     stderr = ["".join(o["text"])[:200] for c in cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
     assert not stderr, f"{path.name} prints to stderr: {stderr}"
+
+
+def test_the_publishing_workflow_runs_only_make_targets_that_make_book_runs():
+  # The workflow must build with the Makefile's own commands, those `make book` exercises here.
+  import yaml
+  workflow = yaml.safe_load((results.REPO / ".github" / "workflows" / "book.yml").read_text())
+  runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+  assert runs == ["make book-html"]
+  makefile = (results.REPO / "Makefile").read_text()
+  book_recipe = re.search(r"^book: .*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+  assert "$(MAKE) book-html" in book_recipe and re.search(r"^book-html:", makefile, re.M)
+  uses = [step["uses"].split("@")[0] for job in workflow["jobs"].values() for step in job["steps"] if "uses" in step]
+  assert "actions/upload-pages-artifact" in uses and "actions/deploy-pages" in uses
+  assert workflow[True]["push"]["branches"] == ["main"]  # YAML reads the key `on` as True
+
+
+def test_no_internal_tracker_or_session_numbers_reach_a_reader():
+  # A reader has no issue tracker and no sessions: text names the thing itself.
+  pattern = re.compile(r"(issue|session)s? #?[0-9]+", re.I)
+  roots = [results.REPO / d for d in ("mone", "scripts", "tests", "notebooks", "book")] + [results.REPO / "README.md"]
+  found = []
+  for root in roots:
+    for path in ([root] if root.is_file() else root.rglob("*")):
+      if path.suffix not in (".py", ".md", ".ipynb", ".yml") or "_build" in path.parts:
+        continue
+      found += [f"{path.relative_to(results.REPO)}: {m.group(0)}" for m in pattern.finditer(path.read_text())]
+  assert not found, found
