@@ -5,11 +5,30 @@ if __name__ == "__main__":  # first, before JAX starts: glibc reads its tunables
 
 import argparse
 import logging
+import os
 
 import jax
 
 from mone.data import sources
 from mone.train import loop, recipes
+
+
+def check_devices(num_devices: int, available: int) -> None:
+  """A config's num_devices against the devices this run has (0: all of them)."""
+  if not 0 <= num_devices <= available:
+    raise ValueError(f"num_devices must be in [0, {available}] on this machine (0: all devices), got {num_devices}")
+
+
+def make_workdir(workdir: str) -> None:
+  """Creates a local workdir (and its parents), or says in one line why it cannot be; a remote
+  one (gs://...) is created by the checkpointer."""
+  from mone import results
+  if not results.is_local(workdir):
+    return
+  try:
+    os.makedirs(workdir, exist_ok=True)
+  except OSError as e:
+    raise ValueError(f"--workdir {workdir!r} cannot be created: {e.strerror or e}") from None
 
 
 def main(argv=None):
@@ -28,7 +47,8 @@ def main(argv=None):
   parser.add_argument("--quiet", action="store_true", help="no progress bar")
   parser.add_argument("overrides", nargs="*", metavar="key=value",
                       help="config overrides, e.g. kind=mone e_c=0.4 model.depth=4")
-  args = parser.parse_args(argv)
+  # Intermixed: overrides may sit on both sides of an option (`steps=40 --quiet sharding=fsdp`).
+  args = parser.parse_intermixed_args(argv)
   explicit = (args.coordinator, args.num_processes, args.process_id)
   try:  # validate everything before touching the workdir
     cfg = recipes.get_config(args.config, args.overrides)
@@ -44,6 +64,11 @@ def main(argv=None):
     jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
   elif args.distributed:
     jax.distributed.initialize()
+  try:  # what needs the devices (after a multi-process start, which sets them): still before any write
+    check_devices(cfg.num_devices, jax.device_count())
+    make_workdir(args.workdir)
+  except ValueError as e:
+    parser.error(str(e))
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
   metrics = loop.train(cfg, args.workdir, progress=not args.quiet)
