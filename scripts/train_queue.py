@@ -68,16 +68,34 @@ def start_worker(command: list[str], core: int | None, **popen) -> subprocess.Po
   return subprocess.Popen(command, preexec_fn=pin, **popen)
 
 
+def gpu_present() -> bool:
+  """Whether this machine has an NVIDIA GPU (`nvidia-smi -L` lists one), asked without starting JAX:
+  the process that starts the workers must not take the GPU's memory itself."""
+  import shutil
+  if not shutil.which("nvidia-smi"):
+    return False
+  return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--list", action="store_true", help="print every run's status and exit")
   ap.add_argument("--max-runs", type=int, default=0, help="stop after training this many runs (0: all)")
   ap.add_argument("--only", default="", metavar="TEXT", help="only the runs whose run file's name contains TEXT")
-  ap.add_argument("--workers", type=int, default=1, help="processes training at once, each every N-th run left")
+  ap.add_argument("--workers", type=int, default=None,
+                  help="processes training at once, each every N-th run left (default: 8 on a GPU, where one tiny run "
+                       "leaves the chip mostly idle, else 1)")
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   args = ap.parse_args()
+  gpu = gpu_present() if args.workers is None or "MONE_MATMUL_PRECISION" not in os.environ else False
+  if args.workers is None:
+    args.workers = 8 if gpu else 1
+  if gpu and "MONE_MATMUL_PRECISION" not in os.environ:
+    # float32 matmuls in full float32, as the CPU computes them (JAX's default may use TF32 on a
+    # GPU); every run file records its precision. The workers inherit it.
+    os.environ["MONE_MATMUL_PRECISION"] = "highest"
   if args.max_runs < 0:
     ap.error(f"--max-runs must be >= 0, got {args.max_runs}")
   if args.workers < 1:

@@ -342,6 +342,9 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   m = loop.train(cfg, tmp_path / "run", progress=False)
   curve = m["curve"]
   assert [p["step"] for p in curve] == [2, 4, 6]
+  # One process trained it all: one segment, on this device, at JAX's default matmul precision.
+  assert m["trained_on"] == [{"device": m["device"], "matmul_precision": "default", "from_step": 0, "to_step": 6}]
+  assert m["matmul_precision"] == "default"
   assert curve[1]["train_loss"] == pytest.approx(np.mean([loss for s, loss in m["history"] if s in (3, 4)]))
   assert all(0 <= p[k] <= 1 for p in curve for k in ("train_accuracy", "val_accuracy"))
   # The curve's points are evaluations of the model as it was at their step: the last equals
@@ -362,12 +365,24 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   began = time.time()
   again = loop.train(cfg, tmp_path / "run", progress=False)
   assert again["resumed_from_step"] == 3 and again["curve"] == curve
+  # Two processes trained it: the first up to the checkpoint the second resumed from.
+  assert [(s["from_step"], s["to_step"]) for s in again["trained_on"]] == [(0, 3), (3, 6)]
+  assert all(s["device"] == again["device"] for s in again["trained_on"])
   # Its wall time also counts the first part, up to the checkpoint it resumed from.
   assert again["timed_from_step"] == 0 and again["wall_time_s"] > time.time() - began + 0.1
   # Without a validation split the curve still tracks training; without eval_every there is none.
   no_val = loop.train(tiny(kind="vit", eval_every=3), tmp_path / "no_val", progress=False)
   assert [p["val_accuracy"] for p in no_val["curve"]] == [None, None] and "val_evals" not in no_val
   assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
+
+
+def test_mone_matmul_precision_sets_jax_precision_and_is_recorded(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_MATMUL_PRECISION", "highest")
+  try:
+    m = loop.train(tiny(kind="vit", steps=2, checkpoint_every=2), tmp_path / "run", progress=False)
+    assert m["matmul_precision"] == "highest" and m["trained_on"][0]["matmul_precision"] == "highest"
+  finally:
+    jax.config.update("jax_default_matmul_precision", None)
 
 
 def _tensorboard_scalars(logdir) -> dict:

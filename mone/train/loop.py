@@ -32,6 +32,7 @@ log = logging.getLogger("mone.train")
 def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   """Trains (resuming from workdir if it holds checkpoints), evaluates, writes metrics.json."""
   workdir = results.as_path(workdir)  # local, or any etils.epath location (gs://...)
+  apply_matmul_precision()
   t0 = time.time()
   lead = jax.process_index() == 0  # in a multi-process run, only process 0 writes files and logs
   mesh = sharding.make_mesh(cfg)
@@ -57,7 +58,13 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   # a kill counts once, in the part that redoes it). Checkpoints of older code did not keep it:
   # then wall_time_s counts from `timed_from_step`, the step this part resumed from.
   elapsed_before, timed_from = 0.0, 0
+  # Every process that trained part of the run: its device and float32 matmul precision, and its
+  # steps (a part ends at the last checkpoint the next part resumed from: later work was redone).
+  segment = {**_where(), "from_step": start, "to_step": start}
+  trained_on = [segment]
   if restored is not None:
+    before = restored["history"].get("trained_on") or [{"device": "unrecorded", "matmul_precision": "unrecorded", "from_step": 0}]
+    trained_on = [*before[:-1], {**before[-1], "to_step": start}, segment]
     state = sharding.place(mesh, restored["state"], cfg.sharding)
     history = [tuple(h) for h in restored["history"]["history"]]
     curve = list(restored["history"].get("curve", []))
@@ -97,9 +104,10 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
         watch.log_point(curve[-1])
       bar.update(1)
       if done % cfg.checkpoint_every == 0 or done == total_steps:
+        segment["to_step"] = done
         mngr.save(done, args=ocp.args.Composite(state=ocp.args.StandardSave(state), history=ocp.args.JsonSave(
             {"history": history, **({"curve": curve} if learning_curve else {}),
-             "elapsed_s": elapsed_before + time.time() - t0})))
+             "elapsed_s": elapsed_before + time.time() - t0, "trained_on": trained_on})))
   finally:
     batches.close()
     bar.close()
@@ -124,12 +132,30 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "final_loss": history[-1][1] if history else None, "history": history,
       **({"curve": curve} if learning_curve else {}),
       "wall_time_s": round(elapsed_before + time.time() - t0, 1), "timed_from_step": timed_from,
-      "resumed_from_step": start,
+      "resumed_from_step": start, "trained_on": trained_on, "matmul_precision": segment["matmul_precision"],
       "peak_rss_mib": round(results.peak_rss_mib(), 1),
       **results.provenance()}
   if lead:
     results.atomic_write_json(workdir / "metrics.json", metrics)
   return metrics
+
+
+def _where() -> dict:
+  """This process's device (`results.provenance`) and float32 matmul precision: JAX's
+  `jax_default_matmul_precision`, "default" where unset. At the default the CPU computes float32
+  matmuls in full float32, while a GPU may use TF32; MONE_MATMUL_PRECISION (e.g. "highest") sets it
+  for a training command (`apply_matmul_precision`)."""
+  return {"device": results.provenance()["device"],
+          "matmul_precision": str(jax.config.jax_default_matmul_precision or "default")}
+
+
+def apply_matmul_precision() -> None:
+  """Sets JAX's default float32 matmul precision from $MONE_MATMUL_PRECISION, where set (the
+  training commands call it first: the small profile trains a GPU at "highest", as the CPU
+  computes)."""
+  import os
+  if value := os.environ.get("MONE_MATMUL_PRECISION"):
+    jax.config.update("jax_default_matmul_precision", value)
 
 
 CURVE_TRAIN_EXAMPLES = 2000  # the fixed training images a learning curve scores
