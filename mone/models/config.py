@@ -30,6 +30,18 @@ KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.v
 VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense ViViT (mone.models.vivit)
 
 
+# The blocks' implementations (`mone.models.layers.resolve_attention`, `resolve_barrier`).
+ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
+BARRIERS = ("auto", "on", "off")
+
+
+def _check_paths(cfg) -> None:
+  if cfg.attention not in ATTENTIONS:
+    raise ValueError(f"attention must be one of {ATTENTIONS}, got {cfg.attention!r}")
+  if cfg.grad_barrier not in BARRIERS:
+    raise ValueError(f"grad_barrier must be one of {BARRIERS}, got {cfg.grad_barrier!r}")
+
+
 def _added(default):
   """A field added after run files were committed. `results.config_hash` leaves it out while it
   holds `default` (the behaviour from before it existed), so those files keep their names."""
@@ -101,10 +113,16 @@ class ViTConfig(_Derived):
   # Eq. 1's alpha: True keeps it in [0, 1) as the paper states (`mone.models.nested.eq1_alpha`);
   # False leaves it unconstrained, as the XS runs committed before the bound were trained.
   alpha_bounded: bool = _added(False)
+  # How the blocks compute, not what: both select an implementation by backend ("auto"), and the
+  # CPU's is the one every committed run trained with (`mone.models.layers.resolve_attention`,
+  # `resolve_barrier`). Same function, so not part of a run's identity when left at "auto".
+  attention: str = _added("auto")     # auto | xla | dot_product | cudnn
+  grad_barrier: str = _added("auto")  # auto | on | off
 
   def __post_init__(self):
     need = _check_common(self, ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
                                 "mlp_ratio", "num_classes"), "depth")
+    _check_paths(self)
     need(0 < self.mod_capacity <= 1, f"mod_capacity must be in (0, 1], got {self.mod_capacity}")
 
   @property
@@ -178,8 +196,11 @@ class ViViTConfig(_Derived):
   router: str = "learned"
   head_zeroinit: bool = _added(True)  # classifier kernel: zeros, or lecun_normal (see vivit.ClsHead)
   alpha_bounded: bool = _added(False)  # Eq. 1's alpha in [0, 1) (paper) or unconstrained (see ViTConfig)
+  attention: str = _added("auto")     # as ViTConfig's
+  grad_barrier: str = _added("auto")
 
   def __post_init__(self):
+    _check_paths(self)
     need = _check_common(self, ("num_frames", "tubelet_size", "image_size", "patch_size", "channels",
                                 "width", "depth", "temporal_depth", "num_heads", "mlp_ratio",
                                 "num_classes"), "spatial depth")

@@ -8,6 +8,11 @@ every line of compute. The rest exists for speed on the CPU, each with its measu
 `layer_norm` (one pass), `materialize_grad` (stops XLA:CPU recomputing the residual
 stream's cotangent in every block), `PatchConv` (a patch embedding as one matmul) and
 `nested_weights` (weight slices made once per update instead of once per call).
+
+Two choices are made by backend, each overridable by its model config field: the attention
+(`resolve_attention`: cuDNN's flash attention on a CUDA GPU in bfloat16, the function above
+elsewhere) and the gradient barrier (`resolve_barrier`: on the CPU only). On the CPU "auto" is
+the code every committed run trained with, bit for bit.
 """
 import jax
 import jax.numpy as jnp
@@ -47,6 +52,41 @@ def attention(q, k, v):
   # Softmax is shift invariant: the max only guards exp() and needs no gradient.
   p = jnp.exp(logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True)))
   return jnp.einsum("bhqk,bhkc->bhqc", p, v) / jnp.sum(p, axis=-1, keepdims=True)
+
+
+def dot_product_attention(q, k, v, implementation=None):
+  """`attention` through jax.nn.dot_product_attention: q, k, v [B, H, N, c] -> [B, H, N, c].
+  implementation "cudnn" is flash attention on an NVIDIA GPU (fused: the [B, H, N, N] logits and
+  probabilities never reach device memory); None is XLA's, on any backend, which lets the CPU test
+  the same call. The jax function takes [B, N, H, c]: the transposes around it are layout changes
+  XLA folds into the neighbouring ops where it can."""
+  t = lambda x: jnp.swapaxes(x, 1, 2)
+  return t(jax.nn.dot_product_attention(t(q), t(k), t(v), implementation=implementation))
+
+
+def resolve_attention(name: str, backend: str, dtype, head_dim: int) -> str:
+  """The attention a block runs: `name` itself, or for "auto" cuDNN's flash attention on a CUDA GPU
+  where it applies (bfloat16 or float16, head dimension a multiple of 8 up to 128), else "xla"
+  (`attention`, the code every committed run trained with). "cudnn" on another backend is refused."""
+  from mone.models.config import ATTENTIONS
+  if name not in ATTENTIONS:
+    raise ValueError(f"attention must be one of {ATTENTIONS}, got {name!r}")
+  fits = backend in ("gpu", "cuda") and jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) and head_dim % 8 == 0 and head_dim <= 128
+  if name == "cudnn" and backend not in ("gpu", "cuda"):
+    raise ValueError(f"attention='cudnn' needs a CUDA GPU; this backend is {backend!r} (use 'auto', 'xla' or 'dot_product')")
+  if name == "auto":
+    return "cudnn" if fits else "xla"
+  return name
+
+
+def resolve_barrier(name: str, backend: str) -> bool:
+  """Whether blocks store the residual stream's cotangent behind a conditional (`materialize_grad`):
+  "auto" does on the CPU, where XLA:CPU otherwise recomputes it in every block (measured), and not
+  on a GPU or TPU, where it was never measured to help and a conditional may wait on the host."""
+  from mone.models.config import BARRIERS
+  if name not in BARRIERS:
+    raise ValueError(f"grad_barrier must be one of {BARRIERS}, got {name!r}")
+  return name == "on" or (name == "auto" and backend == "cpu")
 
 
 @jax.custom_vjp
@@ -103,10 +143,15 @@ class Block(nn.Module):
   width: int
   num_heads: int
   mlp_dim: int
+  attention: str = "auto"     # `resolve_attention`, by the backend the block is traced for
+  grad_barrier: str = "auto"  # `resolve_barrier`
 
   @nn.compact
   def __call__(self, hs, widths, mults=None):
     D, M = self.width, self.mlp_dim
+    backend = jax.default_backend()
+    barrier = resolve_barrier(self.grad_barrier, backend)
+    impl = resolve_attention(self.attention, backend, hs[-1].dtype, D // self.num_heads)
     p = lambda name, init, shape: self.param(name, init, shape)
     ln1_s, ln1_b = p("ln1_scale", nn.initializers.ones, (D,)), p("ln1_bias", nn.initializers.zeros, (D,))
     w_qkv, b_qkv = p("qkv_kernel", _qkv_init, (D, 3 * D)), p("qkv_bias", nn.initializers.zeros, (3 * D,))
@@ -128,11 +173,11 @@ class Block(nn.Module):
     # their cotangent once (materialize_grad): otherwise XLA:CPU fuses the transpose into each
     # group's three consumers (weight-gradient dot, data-gradient dot, bias sum) as a slow
     # strided copy per consumer. Same values, ~10% off a MoNE training step (ViT-S/16, CPU).
-    fence = materialize_grad if len(hs) > 1 else (lambda t: t)
+    fence = materialize_grad if len(hs) > 1 and barrier else (lambda t: t)
     qkv = fence(jnp.concatenate([layer_norm(h, ln1_s[:d], ln1_b[:d]) @ nested("qkv_kernel", w_qkv, d, 0) + b_qkv
                                  for h, d in zip(hs, widths)], axis=1))  # [B, N, 3D]
     q, k, v = jnp.transpose(qkv.reshape(*qkv.shape[:2], 3, self.num_heads, -1), (2, 0, 3, 1, 4))
-    att = attention(q, k, v)  # [B, H, N, c]
+    att = attention(q, k, v) if impl == "xla" else dot_product_attention(q, k, v, "cudnn" if impl == "cudnn" else None)  # [B, H, N, c]
     att = fence(jnp.swapaxes(att, 1, 2).reshape(att.shape[0], -1, D))  # [B, N, D]
     zs = [h + a @ nested("out_kernel", w_o, d, 1) + b_o[:d]
           for h, a, d in zip(hs, split_groups(att, [h.shape[1] for h in hs]), widths)]
@@ -145,7 +190,7 @@ class Block(nn.Module):
       if mults is not None:
         y = y * mults[g][..., None]
       outs.append(z + y)
-    return materialize_grad(outs)
+    return materialize_grad(outs) if barrier else outs
 
 
 def cast_floating(tree, dtype):
@@ -157,12 +202,14 @@ def cast_floating(tree, dtype):
   return jax.tree_util.tree_map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
 
 
-def block_class(remat: bool = False):
+def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str = "auto"):
   """`Block`, or (remat=True) `Block` rematerialised: its activations are recomputed in the
   backward pass instead of kept from the forward one, so a training step holds one block's
   activations at a time rather than every block's (more compute, less memory). The widths
-  (argument 2, counting self) are static: they decide the slicing. Parameters are unchanged."""
-  return nn.remat(Block, static_argnums=(2,)) if remat else Block
+  (argument 2, counting self) are static: they decide the slicing. Parameters are unchanged.
+  attention, grad_barrier: the block's implementations (`resolve_attention`, `resolve_barrier`)."""
+  cls = nn.remat(Block, static_argnums=(2,)) if remat else Block
+  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, **kw)
 
 
 _NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)

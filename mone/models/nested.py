@@ -38,13 +38,14 @@ ROUTERS = ("learned", "random")
 def route(x, r, num_experts, router, caps, counts, alpha, make_rng, drop_smallest=False):
   """Router r (Sec. 4.2, Eq. 1), called inside a compact method: creates Dense 'router_{r}'.
 
-  x: tokens [B, N, D] in patch order. Returns (probs [B, N, E], assignment [B, N] (EPR, expert
+  x: tokens [B, N, D] in patch order. Returns (logits [B, N, E], probs (their softmax), assignment [B, N] (EPR, expert
   per token), perm [B, N] (the tokens in expert order), groups (one [B, n_j, D] slice per
   expert), mults (the per-group Eq. 1 factors alpha r + 1, or None for the random router,
   which has no probabilities to scale with), live (the experts whose tokens run the layers:
   the non-empty ones, minus the smallest with drop_smallest)). make_rng() is called only by
   the random router."""
-  probs = jax.nn.softmax(nn.Dense(num_experts, name=f"router_{r}")(x), axis=-1)
+  logits = nn.Dense(num_experts, name=f"router_{r}")(x)
+  probs = jax.nn.softmax(logits, axis=-1)
   scores = probs if router == "learned" else routing.random_router_probs(make_rng(), probs.shape)
   assignment = routing.expert_preferred_routing(scores, caps)
   perm = routing.group_permutation(assignment)
@@ -54,7 +55,7 @@ def route(x, r, num_experts, router, caps, counts, alpha, make_rng, drop_smalles
     r_assigned = jnp.take_along_axis(probs, assignment[..., None], axis=-1)[..., 0]
     mults = split_groups(alpha * jnp.take_along_axis(r_assigned, perm, axis=1) + 1.0, counts)
   live = [g for g in range(num_experts) if counts[g] and not (drop_smallest and g == 0)]
-  return probs, assignment, perm, groups, mults, live
+  return logits, probs, assignment, perm, groups, mults, live
 
 
 def ungroup(groups, hs, live, widths, perm=None):
@@ -105,7 +106,7 @@ bounded_alpha.defvjp(_bounded_alpha_fwd, _bounded_alpha_bwd)
 
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
            patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
-           router="learned", alpha_bounded=True, remat=False):
+           router="learned", alpha_bounded=True, remat=False, attention="auto", grad_barrier="auto"):
   """The nested-expert layers, run inside `module`'s compact method: its parameters
   ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
   models' parameter names (and every committed checkpoint) as they were.
@@ -120,12 +121,12 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   patch_order=False returns x in the last router's expert order, which saves a gather before a
   permutation-invariant pooling. remat=True rematerialises every block (`layers.block_class`).
   Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
-  'router_probs' [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
+  'router_logits' and 'router_probs' (their softmax over experts) [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
   """
   if router not in ROUTERS:
     raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
   D, widths = width, capacity_lib.expert_widths(width, num_experts)
-  blocks = [block_class(remat)(D, num_heads, mlp_dim, name=f"block_{l}") for l in range(depth)]
+  blocks = [block_class(remat, attention, grad_barrier)(D, num_heads, mlp_dim, name=f"block_{l}") for l in range(depth)]
   pre, pre_w = ([], ()) if full is None else ([full], (D,))
   if capacities is None:
     if width_index is not None and width_index not in range(num_experts):
@@ -148,10 +149,10 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
     *pre, x = block(pre + [x], pre_w + (D,))
   aux = {}
   for r, (lo, hi) in enumerate(zip(router_layers, router_layers[1:] + (depth,))):
-    probs, assignment, perm, groups, mults, live = route(
+    logits, probs, assignment, perm, groups, mults, live = route(
         x, r, num_experts, router, caps, counts, alpha, lambda: module.make_rng("routing"), drop_smallest)
     if r == 0:
-      aux = {"router_probs": probs, "assignment": assignment}
+      aux = {"router_logits": logits, "router_probs": probs, "assignment": assignment}
     hs = pre + [groups[g][..., :widths[g]] for g in live]
     ws = pre_w + tuple(widths[g] for g in live)
     ms = ones + [mults[g] for g in live] if mults else None
@@ -168,7 +169,7 @@ def fields(cfg) -> dict:
   ViViT, its spatial transformer)."""
   return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
               num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router,
-              alpha_bounded=cfg.alpha_bounded)
+              alpha_bounded=cfg.alpha_bounded, attention=cfg.attention, grad_barrier=cfg.grad_barrier)
 
 
 class NestedEncoder(nn.Module):
@@ -190,6 +191,8 @@ class NestedEncoder(nn.Module):
   router: str = "learned"
   alpha_bounded: bool = True  # Eq. 1's alpha in [0, 1), as the paper states
   remat: bool = False  # rematerialise every block: less activation memory, more compute
+  attention: str = "auto"     # the blocks' attention and gradient barrier (`mone.models.layers`)
+  grad_barrier: str = "auto"
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
@@ -201,4 +204,5 @@ class NestedEncoder(nn.Module):
     return encode(self, x, capacities, full=full, width_index=width_index, drop_smallest=drop_smallest,
                   patch_order=patch_order, width=self.width, depth=self.depth, num_heads=self.num_heads,
                   mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
-                  router=self.router, alpha_bounded=self.alpha_bounded, remat=self.remat)
+                  router=self.router, alpha_bounded=self.alpha_bounded, remat=self.remat,
+                  attention=self.attention, grad_barrier=self.grad_barrier)

@@ -84,7 +84,7 @@ class MoD(nn.Module):
     k = mod_tokens(cfg)
     aux = {"selected": []}
     for l in range(cfg.depth):
-      block = block_class(self.remat)(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
+      block = block_class(self.remat, cfg.attention, cfg.grad_barrier)(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
       if l % 2 == 0:
         (x,) = block([x], (cfg.width,))
         continue
