@@ -232,8 +232,14 @@ def test_router_importance_is_what_epr_gives_the_full_expert(tiny_mone):
   np.testing.assert_array_equal(assignment, assignment_1)
   assert probs.shape == (5, 16, 4) and assignment.shape == (5, 16)
   np.testing.assert_allclose(probs.sum(-1), 1, rtol=1e-5)
-  imp = routers.router_importance(params, cfg, images)
+  imp = routers.router_importance(params, cfg, images, score="probability")
   np.testing.assert_allclose(imp, probs_1[..., -1], rtol=1e-6)
+  # The paper's score, the full expert's logit: the probabilities are its softmax over experts.
+  _, _, logits = routers.router_outputs(params, cfg, images, logits=True)
+  np.testing.assert_allclose(routers.router_importance(params, cfg, images), logits[..., -1], rtol=1e-6)
+  np.testing.assert_allclose(jax.nn.softmax(logits, axis=-1), probs_1, rtol=1e-5, atol=1e-6)
+  with pytest.raises(ValueError, match="score must be one of"):
+    routers.router_importance(params, cfg, images, score="rank")
   counts = routing.expert_counts(capacity.capacity_distribution(0.4, 4), 16)
   full = routers.tokens_above_threshold(imp, 1 - counts[-1] / 16)
   np.testing.assert_array_equal(assignment == 3, full)

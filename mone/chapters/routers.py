@@ -1,7 +1,7 @@
 """What trained routers do (Figures 1, 6c and 7): router outputs on test examples, thresholds,
 and how well a token selection overlaps the objects.
 
-The full expert's router probability per token (`router_importance`), the tokens above a
+The full expert's router logit or probability per token (`router_importance`), the tokens above a
 threshold on it (Fig. 1), and how well a token selection overlaps the ground-truth object tokens
 of the cluttered digits (`overlap`), against the exact expectation for a router that picks the
 same number of tokens at random (`random_router_baseline`; the paper's Fig. 6c / 7 comparison,
@@ -31,11 +31,12 @@ def _model_input(images):
   return images.astype(np.float32)
 
 
-def router_outputs(params, cfg, images, e_c: float | None = None, batch_size: int = 256):
+def router_outputs(params, cfg, images, e_c: float | None = None, batch_size: int = 256, logits: bool = False):
   """First router of a MoNE model on images (uint8, or float in [-1, 1]):
   (router_probs float32 [n, N, E], assignment int32 [n, N]), tokens in patch order and
   experts from 0 (smallest) to E-1 (the full model). The assignment is EPR's at inference
-  capacity e_c (default: the training e_c); the probabilities do not depend on e_c."""
+  capacity e_c (default: the training e_c); the probabilities do not depend on e_c. logits: also
+  return the router's logits [n, N, E] (before the softmax over experts), third."""
   import jax
 
   from mone.train import steps
@@ -49,25 +50,37 @@ def router_outputs(params, cfg, images, e_c: float | None = None, batch_size: in
   def forward(params, x, key):
     _, aux = model.apply({"params": params}, x, budget.capacities, drop_smallest=budget.drop_smallest,
                          rngs={"routing": key})
-    return aux["router_probs"], aux["assignment"]
+    return aux["router_probs"], aux["assignment"], aux["router_logits"]
 
   x = _model_input(images)
   key = jax.random.key(cfg.seed + 2)  # as mone.train.evaluation.evaluate: the random router's draw
-  probs, assignment = [], []
+  probs, assignment, raw = [], [], []
   for i in range(0, len(x), batch_size):
     chunk = x[i:i + batch_size]
     pad = batch_size - len(chunk) if len(x) > batch_size else 0  # one static shape per call
-    p, a = forward(params, np.concatenate([chunk, np.repeat(chunk[:1], pad, 0)]), key)
+    p, a, l = forward(params, np.concatenate([chunk, np.repeat(chunk[:1], pad, 0)]), key)
     probs.append(np.asarray(p)[:len(chunk)])
     assignment.append(np.asarray(a)[:len(chunk)])
-  return np.concatenate(probs), np.concatenate(assignment)
+    raw.append(np.asarray(l)[:len(chunk)])
+  out = np.concatenate(probs), np.concatenate(assignment)
+  return (*out, np.concatenate(raw)) if logits else out
 
 
-def router_importance(params, cfg, images) -> np.ndarray:
-  """Per-token importance [n, N] as MoNE perceives it: the router's probability for the full
-  expert, the score by which EPR fills the full expert first (Algorithm 1; Fig. 1)."""
-  probs, _ = router_outputs(params, cfg, images)
-  return probs[..., -1]
+# What Figure 1 ranks tokens by: the paper thresholds "MoNE's router logits" (the full expert's
+# logit); Expert Preferred Routing fills the full expert by its probability, a softmax over the
+# experts' logits, whose order can differ. Chapter 01 decides its claim on the paper's score and
+# shows the other beside it.
+SCORES = ("logit", "probability")
+
+
+def router_importance(params, cfg, images, score: str = "logit") -> np.ndarray:
+  """Per-token importance [n, N] as MoNE perceives it: the first router's score for the full
+  expert, its logit (the paper's Fig. 1) or its probability (the score by which EPR fills the
+  full expert first, Algorithm 1)."""
+  if score not in SCORES:
+    raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+  probs, _, logits = router_outputs(params, cfg, images, logits=True)
+  return (logits if score == "logit" else probs)[..., -1]
 
 
 def tokens_above_threshold(importance, q: float) -> np.ndarray:
