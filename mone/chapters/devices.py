@@ -108,7 +108,9 @@ def _where(m: dict) -> str:
   for seg in m.get("trained_on") or []:
     d = seg.get("device")
     name = results.device_name({"device": d}) if isinstance(d, dict) else str(d)
-    if not names or names[-1] != name:
+    if names and names[-1].startswith("cpu") and name.startswith("cpu"):
+      names[-1] = name  # parts on the CPU: the one that records its cores says it best
+    elif not names or names[-1] != name:
       names.append(name)
   return " then ".join(names) if names else results.device_name(m)
 
