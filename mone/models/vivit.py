@@ -80,7 +80,7 @@ class ViViT(nn.Module):
     - routed=False, width_index=j: MatViViT sub-model j (spatial patch tokens at width d_j;
       the spatial CLS token and the temporal transformer at D).
     - routed=True, capacities=c: MoNE. EPR assigns each temporal index's N tokens with the
-      static capacities c; aux holds 'router_probs' [B, T', N, E] and 'assignment'
+      static capacities c; aux holds 'router_logits', 'router_probs' [B, T', N, E] and 'assignment'
       [B, T', N] (patch order) of the first router. drop_smallest=True runs the smallest
       expert at width 0 (MoD-greedy, Table 1).
 
@@ -111,7 +111,8 @@ class ViViT(nn.Module):
     _, cls, aux = nested.encode(self, x, capacities, full=cls, width_index=width_index, drop_smallest=drop_smallest,
                                 patch_order=False, remat=self.remat, **nested.fields(cfg))
     if aux:  # one routing per temporal index: [B T', N, ...] -> [B, T', N, ...]
-      aux = {"router_probs": aux["router_probs"].reshape(-1, nt, n, cfg.num_experts),
+      aux = {"router_logits": aux["router_logits"].reshape(-1, nt, n, cfg.num_experts),
+             "router_probs": aux["router_probs"].reshape(-1, nt, n, cfg.num_experts),
              "assignment": aux["assignment"].reshape(-1, nt, n)}
 
     # Temporal transformer over the frame summaries, always dense (Sec. 4.4).
