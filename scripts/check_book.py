@@ -388,6 +388,16 @@ def is_local(url):
 # Checks
 # ---------------------------------------------------------------------------------------------
 
+LANDING_PAGE, LANDING_FIGURE = "intro", "landing.png"  # the book's root page leads with this figure
+
+
+def landing_figure_rendered(imgs: list[dict]) -> bool:
+  """Whether the browser's report of a page's images (`src`, `loaded`, `natural`, `shown`) holds the
+  landing figure (Sphinx copies it to _images/ under its own name), decoded and shown."""
+  return any(LANDING_FIGURE.split(".")[0] in (i.get("src") or "") and i.get("loaded") and i.get("natural", 0) > 0
+             and i.get("shown", 0) > 0 for i in imgs)
+
+
 def check_page(docname, html_dir, book_dir, server, chromium, failures):
   page = f"{docname}.html"
   file = html_dir / page
@@ -456,6 +466,8 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
   if "error" in report:
     failures.add(page, report["error"])
     return None
+  if docname == LANDING_PAGE and not landing_figure_rendered(report["imgs"]):
+    failures.add(page, f"the landing page's figure ({LANDING_FIGURE}, the answer above the verdicts) is missing or did not render")
   for img in report["imgs"]:
     if not img["loaded"]:
       failures.add(page, f"image {img['src']} did not load in the browser")

@@ -122,3 +122,14 @@ def test_no_internal_tracker_or_session_numbers_reach_a_reader():
         continue
       found += [f"{path.relative_to(results.REPO)}: {m.group(0)}" for m in pattern.finditer(path.read_text())]
   assert not found, found
+
+
+def test_book_check_knows_the_landing_figure_when_it_renders():
+  spec = importlib.util.spec_from_file_location("check_book", results.REPO / "scripts" / "check_book.py")
+  check_book = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(check_book)
+  shown = {"src": "_images/landing.png", "loaded": True, "natural": 900, "shown": 700}
+  assert check_book.landing_figure_rendered([{"src": "_images/other.png", "loaded": True, "natural": 10, "shown": 10}, shown])
+  assert not check_book.landing_figure_rendered([{**shown, "loaded": False}])
+  assert not check_book.landing_figure_rendered([{**shown, "natural": 0}])
+  assert not check_book.landing_figure_rendered([])
