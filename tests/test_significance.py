@@ -55,3 +55,29 @@ def test_annotate_adds_p_seeds_and_a_familywise_verdict_to_trained_claims_only()
   assert got["b"]["verdict_familywise"] == "inconclusive" and got["b"]["seeds_to_decide"] is not None
   assert "p_value" in got["c"] and got["c"]["seeds_to_decide"] is None and "verdict_familywise" not in got["c"]
   assert "p_value" not in got["d"] and "verdict_familywise" not in got["d"]
+
+
+def test_a_seed_pairs_every_arm_by_design_same_initial_shared_weights_and_data_order():
+  # What makes every family of claims paired (significance.TEST): for one seed, every model kind
+  # starts from the same weights wherever its parameters are the dense ViT's, and sees the same batches.
+  import jax.numpy as jnp
+  from flax import traverse_util
+
+  from mone.data import pipeline, sources
+  from mone.train import recipes, steps
+
+  def init(kind, **overrides):
+    cfg = recipes.apply_overrides(recipes.smoke(), {"kind": kind, **overrides})
+    params = steps.init_params(cfg, steps.build_model(cfg), jnp.zeros(steps.input_shape(cfg)))
+    return traverse_util.flatten_dict(params, sep="/")
+  vit = init("vit")
+  for kind, overrides in (("mone", {"e_c": 0.4}), ("mone", {"e_c": 0.2, "model.router": "random"}), ("matvit", {}), ("mod", {})):
+    other = init(kind, **overrides)
+    assert set(vit) <= set(other), kind
+    assert all(np.array_equal(vit[k], other[k]) for k in vit), (kind, overrides)
+  assert not all(np.array_equal(vit[k], v) for k, v in init("vit", seed=1).items())  # another seed: other weights
+  cfg = recipes.smoke()
+  src = sources.data_sources(cfg)[0]
+  first = lambda seed: next(iter(pipeline.train_batches(src, cfg.batch_size, seed, start_step=0, num_steps=2)))[1]["label"]
+  np.testing.assert_array_equal(first(0), first(0))
+  assert not np.array_equal(first(0), first(1))

@@ -407,7 +407,8 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
   out.append(f"{counts_by_kind(everything)}\n")
   out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
              f"A trained comparison is decided from paired seeds (the 95% CI of MoNE minus the baseline); with fewer than "
-             f"{MIN_SEEDS} seeds it is inconclusive. The family-wise verdict keeps a verdict only where Holm's procedure over "
+             f"{MIN_SEEDS} seeds it is inconclusive. Pairing is the design of every family of claims: "
+             f"{significance.TEST_WHY}. The family-wise verdict keeps a verdict only where Holm's procedure over "
              "every trained claim keeps its test (`mone.chapters.significance`).\n")
   for chapter, cs in chapters.items():
     out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {counts(cs)}\n")

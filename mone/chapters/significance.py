@@ -34,6 +34,18 @@ import scipy.stats
 
 from mone.chapters import claims as claims_lib
 
+# Paired or unpaired, decided by the design, once for every family of claims, never per claim by
+# which one decides. Every trained claim here compares arms trained with the same seed, and a seed
+# fixes both what pairing needs: the data order (batches are a function of seed and step,
+# `mone.data.pipeline.train_batches`) and the initialisation of every parameter the arms share (the
+# same key initialises a ViT, MatViT, MoD and MoNE, learned or random router, to identical shared
+# weights: tested). So every family is paired. A pair trained on two devices loses that: a run
+# retrained on another device differs from its original about as much as a run at another seed
+# (`mone.chapters.devices`), which is why the seed plan keeps every pair on one device.
+TEST = "paired"
+TEST_WHY = ("the same seed gives both arms the same data order and identical initial weights for every "
+            "parameter they share (tested), so each seed is a pair")
+
 FAMILY_ALPHA = 0.05
 MAX_SEEDS = 20
 
@@ -102,6 +114,7 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
       d = c.get("per_seed") or []
       if c["kind"] == "trained" and c["verdict"] != "not testable" and len(d) >= 2:
         c["p_value"] = claims_lib._round(p_value(d, c["relation"], c["tolerance"], c["verdict"]))  # as claims.json keeps it
+        c["test"], c["test_why"] = TEST, TEST_WHY
         c["seeds_to_decide"] = (seeds_to_decide(float(np.mean(d)), float(np.std(d, ddof=1)), c["relation"], c["tolerance"])
                                 if len(d) >= claims_lib.MIN_SEEDS else None)
         if len(d) >= claims_lib.MIN_SEEDS:  # fewer seeds decide nothing: not part of the family
