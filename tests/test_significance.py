@@ -81,3 +81,14 @@ def test_a_seed_pairs_every_arm_by_design_same_initial_shared_weights_and_data_o
   first = lambda seed: next(iter(pipeline.train_batches(src, cfg.batch_size, seed, start_step=0, num_steps=2)))[1]["label"]
   np.testing.assert_array_equal(first(0), first(0))
   assert not np.array_equal(first(0), first(1))
+
+
+def test_the_half_width_that_decides_a_claim_is_the_distance_to_its_nearest_deciding_edge(tmp_path):
+  assert significance._room(2.12, "beats", 0.0) == pytest.approx(2.12)
+  assert significance._room(-2.12, "beats", 0.0) == pytest.approx(2.12)  # ruled out below 0
+  assert significance._room(-0.38, "no_worse", 1.0) == pytest.approx(0.62)
+  assert significance._room(-0.75, "matches", 1.0) == pytest.approx(0.25)
+  assert significance._room(3.0, "matches", 1.0) == pytest.approx(2.0)  # ruled out: the CI wholly above +1
+  c = claims.trained("a", "beats", "p", {0: 2.0, 1: 3.0, 2: 1.5}, relation="beats", tolerance=0.0)
+  significance.power_figure([c], tmp_path / "power.png")
+  assert (tmp_path / "power.png").stat().st_size > 1000

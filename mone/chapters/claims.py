@@ -405,6 +405,11 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
     out.append(f"![Every trained claim: mean paired difference and 95% CI, by verdict]({figure})\n")
   out.append(answer(everything) + "\n")
   out.append(f"{counts_by_kind(everything)}\n")
+  if figure:  # beside it, what more seeds would do (`significance.power_figure`)
+    power = figure.replace(LANDING_FIGURE, significance.POWER_FIGURE)
+    out.append(f"How many paired seeds each claim needs at its spread today (`seeds_to_decide` in the tables): the CI's "
+               f"half-width against the number of seeds, and the half-width that would decide it if its mean held.\n\n"
+               f"![The 95% CI's half-width against the number of paired seeds, per trained claim]({power})\n")
   out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
              f"A trained comparison is decided from paired seeds (the 95% CI of MoNE minus the baseline); with fewer than "
              f"{MIN_SEEDS} seeds it is inconclusive. Pairing is the design of every family of claims: "
@@ -547,6 +552,7 @@ def main(argv=None):
                       json.dumps(results.rounded(results.jsonable(_round(cs))), indent=1, sort_keys=True) + "\n", results)
   if args.figures:
     landing_figure([c for cs in load(root).values() for c in cs], root / LANDING_FIGURE)
+    significance.power_figure([c for cs in load(root).values() for c in cs], root / significance.POWER_FIGURE)
   import os
   figure = os.path.relpath(root / LANDING_FIGURE, Path(args.out).resolve().parent)
   _write_if_changed(Path(args.out), landing_page(root, figure=figure if (root / LANDING_FIGURE).exists() else None), results)

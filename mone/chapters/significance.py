@@ -127,3 +127,58 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
         undecided = c["verdict"] == "inconclusive" or not kept[c["id"]]
         c["verdict_familywise"] = "inconclusive" if undecided else c["verdict"]
   return out
+
+
+POWER_FIGURE = "power.png"  # under the results folder: `power_figure`
+
+
+def power_figure(claims: list[dict], path) -> None:
+  """Per trained claim with 3 or more seeds, the 95% CI's half-width against the number of paired
+  seeds (2 to MAX_SEEDS) at its observed spread, with the half-width that would decide it if its
+  mean held (the distance from its mean to the edge it must clear); where a curve crosses its
+  line is `seeds_to_decide`. matplotlib is imported here only (the book's environment has none)."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  import matplotlib.ticker
+  from pathlib import Path
+  cs = [c for c in claims if c["kind"] == "trained" and len(c.get("per_seed") or []) >= claims_lib.MIN_SEEDS]
+  cols = 4
+  rows = max(1, math.ceil(len(cs) / cols))
+  fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.2 * rows), squeeze=False, sharex=True)
+  n = np.arange(2, MAX_SEEDS + 1)
+  for ax, c in zip(axes.flat, cs):
+    d = np.asarray(c["per_seed"], float)
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    half = scipy.stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    ax.plot(n, half, color="#0173b2", lw=1.5)
+    need = _room(mean, c["relation"], c["tolerance"])
+    if need > 0:
+      ax.axhline(need, color="#d55e00", lw=1, ls="--")
+    ax.axvline(len(d), color="0.6", lw=0.8)
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # decades only: readable at this size
+    ax.set_title(c["id"], fontsize=7)
+    ax.tick_params(labelsize=7)
+  for ax in list(axes.flat)[len(cs):]:
+    ax.axis("off")
+  fig.supxlabel("paired seeds n (grey: today's)", fontsize=8)
+  fig.supylabel("95% CI half-width (points); dashed: what decides it", fontsize=8)
+  fig.tight_layout()
+  path = Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_name(f".{path.name}.tmp.png")
+  fig.savefig(tmp, dpi=90, metadata={"Software": None})
+  plt.close(fig)
+  import os
+  os.replace(tmp, path)
+
+
+def _room(mean: float, relation: str, tolerance: float) -> float:
+  """The half-width below which the CI around `mean` decides the claim (either way): the distance
+  from the mean to the nearest edge that decides it."""
+  if relation == "beats":
+    return max(abs(mean), abs(mean - tolerance)) if mean > 0 or mean < tolerance else 0.0
+  if relation == "no_worse":
+    return abs(mean + tolerance)
+  return max(tolerance - abs(mean), abs(mean) - tolerance)
