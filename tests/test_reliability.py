@@ -159,7 +159,7 @@ def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_p
   assert ref.returncode == 0, ref.stderr[-2000:]
   # The run's own peak (RUSAGE_CHILDREN would also count the notebook kernels of other tests).
   peak_mib = json.loads((tmp_path / "ref" / "metrics.json").read_text())["peak_rss_mib"]
-  assert 0 < peak_mib < 4096, f"the smoke run peaked at {peak_mib:.0f} MiB"  # documented in the README
+  assert 0 < peak_mib < 4096, f"the smoke run peaked at {peak_mib:.0f} MiB"  # documented in book/reference.md
   work, rng = tmp_path / "killed", random.Random(0)
   kills = []
   for target in sorted(rng.sample(range(5, 40, 5), 3)):

@@ -200,7 +200,7 @@ def plan(fams: dict, tiny: bool = False) -> list:
 
 # Compile-time guesses (seconds) for a kind of function not compiled yet in this run; after the
 # first, the longest seen of its kind is used. The ViViT training step outlasted 200 s on an H100
-# before (README), so its guess is the target it should meet.
+# before (book/speed_notes.md), so its guess is the target it should meet.
 COMPILE_GUESS_S = {("check", "train"): 10, ("image", "forward"): 20, ("image", "train"): 60,
                    ("video", "forward"): 30, ("video", "train"): 90}
 

@@ -10,7 +10,7 @@ Profiles:
 
 - smoke: a handful of steps on tiny models; CI executes every notebook with it.
 - small: the default, on the embedded datasets. On 2 CPU cores an image run takes 3-17 min,
-  a video run 15-27 min (the committed appearance-task runs were trained on a GPU; see the README).
+  a video run 15-27 min (the committed appearance-task runs were trained on a GPU; see book/small_profile.md).
 - paper: the paper's models and datasets through TFDS (set data_dir; needs accelerators).
 """
 import dataclasses

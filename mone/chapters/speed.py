@@ -30,7 +30,7 @@ MODEL_STYLE = {"mone": dict(marker="o", color=plots.MODEL_COLORS["MoNE"], label=
                "masked": dict(marker="X", color="k", label="naive masked MoNE")}
 PROJECTION_COLORS = {"qkv": "tab:blue", "out": "tab:orange", "mlp1": "tab:green", "mlp2": "tab:purple"}
 # One benchmark run's noise, relative: a median on these shared 2-core machines moves by 10-15% between
-# runs, and a load burst can hit one model's rounds (chapter 08, README). A target met or missed by less
+# runs, and a load burst can hit one model's rounds (chapter 08, book/speed_notes.md). A target met or missed by less
 # than this is inconclusive until repeated runs settle it.
 ONE_RUN_MARGIN = 0.10
 # The paper on speed: it reports FLOPs (abstract, Sec. 5, conclusion) and times nothing.

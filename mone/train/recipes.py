@@ -191,7 +191,7 @@ def digits64() -> TrainConfig:
   at no rendering cost per epoch, and rendering more of them, not weight decay, is what kept
   the dense ViT from memorising (8,000 steps on 50,000 images ended 10.7 points above
   validation on training images, with weight decay 0.1 as with 1e-4). The calibration runs
-  and their curves: `python -m mone.chapters.calibration` and the README."""
+  and their curves: `python -m mone.chapters.calibration` and book/small_profile.md."""
   return TrainConfig(name="digits64", model=model_config.vit("mini/8", image_size=64),
                      num_train=100_000, num_val=5000, num_test=5000, batch_size=64,
                      eval_batch_size=500, steps=8000, lr=1e-3, warmup_steps=200, eval_every=500)
@@ -248,7 +248,7 @@ def moving_temporal() -> TrainConfig:
   model memorised them (training loss ~0.002) and all widths scored within 2.3 points (92-94%).
   Pixel noise (std 0.15, drawn afresh in every frame) separates the nested widths more: MatViViT's
   D/4 sub-model scored 4.1 points below the dense ViViT on validation with it, 2.9 without (seed 0;
-  the noise was chosen on the test gap, 5.9 points, before validation records existed: the README's
+  the noise was chosen on the test gap, 5.9 points, before validation records existed: book/small_profile.md's
   calibration tables, `python -m mone.chapters.calibration --name moving_temporal`). 6,000 steps:
   a run first learns which digit moves (about half the classes) and waits there a run-dependent time
   before it learns the direction; at 3,000 steps two of three dense seeds were not at a plateau (one
@@ -263,7 +263,7 @@ def moving_appearance() -> TrainConfig:
   """The recalibrated video profile's Kinetics-400 stand-in: which digit is in the
   clip, on 100,000 training clips with a validation split (2,000 clips of held-out digits), 12,000
   steps. With the lecun_normal classifier, lr 1e-3 learns (the zero-initialised one stayed at
-  chance there). Calibrated on the dense ViViT (the README's table, `python -m
+  chance there). Calibrated on the dense ViViT (book/small_profile.md's table, `python -m
   mone.chapters.calibration --name moving_appearance`): 6,000 steps on 40,000 clips were not at a
   plateau, 12,000 on 40,000 memorised them (training clips 16 points above validation), 12,000
   on 100,000 meet both criteria (+1.5 points over the last quarter, 8.2 above validation)."""
