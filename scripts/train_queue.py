@@ -24,6 +24,11 @@ A run's last bits depend on its thread count, as on another machine; each run fi
 cores it used (`device.cores_used`).
 
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores
+
+The seed plan's amendment (mone.chapters.plan.TWINS) retrains on the CPU every headline run of the
+first seeds that trained on a GPU; `--twins` trains those, into results/device_twins/cpu/:
+
+  .venv/bin/python scripts/train_queue.py --twins --workers 2 --pin-cores
 """
 import sys
 
@@ -82,6 +87,9 @@ def main():
   ap.add_argument("--list", action="store_true", help="print every run's status and exit")
   ap.add_argument("--max-runs", type=int, default=0, help="stop after training this many runs (0: all)")
   ap.add_argument("--only", default="", metavar="TEXT", help="only the runs whose run file's name contains TEXT")
+  ap.add_argument("--twins", action="store_true",
+                  help="train the CPU twins of the GPU-trained headline runs (plan.twin_runs) into results/device_twins/cpu "
+                       "instead of the plan")
   ap.add_argument("--workers", type=int, default=None,
                   help="processes training at once, each every N-th run left (default: 8 on a GPU, where one tiny run "
                        "leaves the chip mostly idle, else 1)")
@@ -103,13 +111,19 @@ def main():
   cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
   if args.pin_cores and args.worker is None and not args.list and not 1 <= args.workers <= len(cores):
     ap.error(f"--pin-cores needs --workers in [1, {len(cores)}] (the cores this process may use), got {args.workers}")
-  runs = [r for r in plan.runs() if args.only in experiments.run_path(r[1]).name]
+  if args.twins:  # the committed runs name the twins; the twins' files go under results/device_twins/cpu
+    os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS)
+    candidates = plan.twin_runs()
+    os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / plan.TWINS)
+  else:
+    candidates = plan.runs()
+  runs = [r for r in candidates if args.only in experiments.run_path(r[1]).name]
   if not runs:
     ap.error(f"no run's file name contains --only {args.only!r}")
   if args.workers > 1 and args.worker is None and not args.list:
     # Each process reads the plan itself; they never train the same run.
     procs = [start_worker([sys.executable, __file__, "--only", args.only, "--workers", str(args.workers),
-                           "--worker", str(k), "--max-runs", str(args.max_runs)],
+                           "--worker", str(k), "--max-runs", str(args.max_runs)] + (["--twins"] if args.twins else []),
                           cores[k] if args.pin_cores else None) for k in range(args.workers)]
     sys.exit(max(p.wait() for p in procs))
   if args.pin_cores and args.workers == 1 and args.worker is None and not args.list:

@@ -63,3 +63,13 @@ def test_a_pinned_worker_runs_on_its_core_alone():
   assert pinned.communicate(timeout=120)[0].strip() == f"[{core}] 1"
   mine = sorted(os.sched_getaffinity(0))  # unpinned: every core this test may use
   assert free.communicate(timeout=120)[0].strip() == f"{mine} {len(mine)}"
+
+
+def test_twins_lists_the_cpu_twins_of_the_gpu_trained_runs_from_the_committed_files():
+  from mone.chapters import experiments, plan
+  out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--twins", "--list"],
+                       capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr
+  names = [experiments.run_path(cfg).name for _, cfg in plan.twin_runs()]
+  assert names and all(n in out.stdout for n in names)
+  assert f"of {len(names)} done" in out.stdout
