@@ -2,8 +2,8 @@
 process that fits one call of a lent GPU machine (8 minutes on an H100, compilation included).
 
   python -m mone.bench --report [--tiny] [--json PATH] [--budget-s 420] [--groups NAME ...] [--switches NAME ...]
-  make gpu-report                       # on the lent GPU machine: make gpu-report PY_REPORT=python3
-                                        #   REPORT_ARGS="--json $OUT/gpu-report.json"
+  make gpu-report                       # on the lent GPU machine, with its own python3:
+  make gpu-report PY_REPORT=python3 REPORT_ARGS="--json $OUT/gpu-report.json"
 
 What it does, most important first (`plan`), one group at a time:
 
@@ -406,7 +406,7 @@ def op_summary(run, compiled, runs: int = 3, top: int = 10) -> dict:
 # Correctness.
 
 def rel_errors(out, ref) -> tuple:
-  """(max over leaves of |out - ref| / |ref| (2-norms; a leaf whose reference is zero is
+  """(max over leaves of norm(out - ref) / norm(ref) (2-norms; a leaf whose reference is zero is
   measured against the largest leaf norm), the same over all leaves together)."""
   a = [np.asarray(x, np.float64).ravel() for x in jax.tree.leaves(out)]
   b = [np.asarray(x, np.float64).ravel() for x in jax.tree.leaves(ref)]

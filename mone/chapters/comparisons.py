@@ -52,7 +52,7 @@ def beats_nested(claim_id: str, text: str, paper: str, mone: dict, nested: dict,
 def equivalence_note(c: dict, seeds: int = 5) -> str:
   """What the seeds of a 'matches' claim rule out (the CI's ends: MoNE more than -low below the
   baseline, or more than high above it) and what deciding it would take: a CI inside
-  [-tolerance, +tolerance] needs t(0.975, n-1) s / sqrt(n) < tolerance - |mean|, so at `seeds`
+  [-tolerance, +tolerance] needs t(0.975, n-1) s / sqrt(n) < tolerance - abs(mean), so at `seeds`
   paired seeds (if the mean held) a paired standard deviation below the one returned. Empty for
   other claims or without a CI."""
   import scipy.stats
