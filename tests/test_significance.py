@@ -92,3 +92,9 @@ def test_the_half_width_that_decides_a_claim_is_the_distance_to_its_nearest_deci
   c = claims.trained("a", "beats", "p", {0: 2.0, 1: 3.0, 2: 1.5}, relation="beats", tolerance=0.0)
   significance.power_figure([c], tmp_path / "power.png")
   assert (tmp_path / "power.png").stat().st_size > 1000
+
+
+def test_the_cross_domain_claim_says_its_design_calls_for_an_unpaired_interval():
+  c = claims.trained("fig5.video_gentler_than_images", "gentler", "p", {0: 5.0, 1: 9.0, 2: 7.0}, relation="beats", tolerance=0.0)
+  (got,) = significance.annotate({"05": [c]})["05"]
+  assert got["test"] == "paired" and "Welch" in got["test_why"] and "still decided paired" in got["test_why"]
