@@ -1,80 +1,191 @@
-"""The implementations chosen by backend (`mone.models.layers.resolve_attention`, `resolve_barrier`):
-each against the reference path on the CPU, the selection logic, and the GPU program lowered here."""
+"""The blocks' implementations chosen by backend (`mone.models.layers.resolve_attention`,
+`resolve_barrier`): each against the reference path on the CPU, the selection logic, the
+committed runs' code and hashes left as they were, and the GPU program lowered here for CUDA."""
 import dataclasses
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import randomize
 
-from mone.models import layers
-from mone.train import recipes, steps
+from mone import results
+from mone.models import config, layers, vit
+from mone.train import recipes
+
+SMOKE = recipes.smoke()
+X = jax.random.normal(jax.random.key(1), (2, SMOKE.model.image_size, SMOKE.model.image_size, 3))
+CAPS = SMOKE.budget(0.3).capacities  # every expert gets tokens: all four widths run
+PATHS = ({"attention": "dot_product"}, {"grad_barrier": "off"}, {"attention": "dot_product", "grad_barrier": "off"})
 
 
-def _model_and_loss(kind, **paths):
-  cfg = recipes.apply_overrides(recipes.smoke(), {"kind": kind, **({"e_c": 0.3} if kind == "mone" else {})})
-  cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, **paths))
-  model = steps.build_model(cfg)
-  x = jax.random.normal(jax.random.key(1), steps.input_shape(cfg), jnp.float32)
-  params = steps.init_params(cfg, model, x)
-  budget = cfg.budget(cfg.e_c) if kind == "mone" else None
+def _loss(kind, dtype=jnp.float32, backend=None, **paths):
+  """A scalar of the model's logits in `dtype` (parameters and images cast, as the train step
+  does), with the paths in `paths`."""
+  model = vit.make_model(dataclasses.replace(SMOKE.model, **paths), kind, backend=backend)
+  caps = (CAPS,) if kind == "mone" else ()
 
   def loss(p, x):
-    out = model.apply({"params": p}, x, budget.capacities) if budget else model.apply({"params": p}, x)
-    logits = out[0] if isinstance(out, tuple) else out
-    return jnp.sum(jnp.tanh(logits))
-  return params, x, loss
+    p, x = layers.cast_floating((p, x), dtype)
+    return jnp.sum(jnp.tanh(model.apply({"params": p}, x, *caps)[0].astype(jnp.float32)))
+  return loss
 
 
+def _params(kind):
+  caps = (CAPS,) if kind == "mone" else ()
+  # Random parameters: the zero-initialised head would make every logit 0 and every gradient below it 0.
+  return randomize(vit.make_model(SMOKE.model, kind).init(jax.random.key(0), X, *caps))["params"]
+
+
+def _rel(a, b):
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("dtype,tol", [(jnp.float32, 1e-5), (jnp.bfloat16, 5e-2)])
 @pytest.mark.parametrize("kind", ["vit", "mone"])
-def test_every_path_computes_what_the_reference_computes(kind):
-  params, x, loss = _model_and_loss(kind)  # auto on the CPU: the reference (xla attention, barrier on)
-  ref_value, (ref_gp, ref_gx) = jax.value_and_grad(loss, argnums=(0, 1))(params, x)
-  for paths in ({"attention": "dot_product"}, {"grad_barrier": "off"}, {"attention": "dot_product", "grad_barrier": "off"}):
-    _, _, other = _model_and_loss(kind, **paths)
-    value, (gp, gx) = jax.value_and_grad(other, argnums=(0, 1))(params, x)
-    np.testing.assert_allclose(value, ref_value, rtol=1e-5)
-    np.testing.assert_allclose(gx, ref_gx, rtol=1e-4, atol=1e-6)
-    for a, b in zip(jax.tree.leaves(gp), jax.tree.leaves(ref_gp)):
-      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+def test_every_path_computes_what_the_reference_computes(kind, dtype, tol):
+  """jax's attention (the call cuDNN's flash attention goes through, with XLA's implementation)
+  and the blocks without the gradient barrier give the reference's value and gradients (of the
+  parameters and the input), each array within `tol` relative (its norm): float32 rounding, or
+  bfloat16's (8 bits of mantissa, a different order of sums in the softmax)."""
+  params = _params(kind)
+  grad = lambda loss: jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))(params, X)
+  ref = grad(_loss(kind, dtype))  # auto on the CPU: the reference (xla attention, barrier on)
+  leaves = jax.tree.leaves(ref)
+  assert min(np.linalg.norm(np.asarray(a, np.float64)) for a in leaves) > 0  # every gradient is a real one
+  for paths in PATHS:
+    got = jax.tree.leaves(grad(_loss(kind, dtype, **paths)))
+    errs = [_rel(a, b) for a, b in zip(got, leaves)]
+    assert max(errs) <= tol, (paths, max(errs))
 
 
-def test_auto_picks_flash_attention_only_on_a_cuda_gpu_where_it_applies_and_the_barrier_only_on_the_cpu():
-  assert layers.resolve_attention("auto", "gpu", jnp.bfloat16, 64) == "cudnn"
-  assert layers.resolve_attention("auto", "cpu", jnp.bfloat16, 64) == "xla"
-  assert layers.resolve_attention("auto", "gpu", jnp.float32, 64) == "xla"  # cuDNN's flash attention: 16-bit only
-  assert layers.resolve_attention("auto", "gpu", jnp.bfloat16, 256) == "xla"
-  assert layers.resolve_attention("auto", "tpu", jnp.bfloat16, 64) == "xla"
+def test_auto_on_the_cpu_is_the_code_the_committed_runs_trained_with():
+  """On the CPU "auto" lowers to the same program as the reference paths named explicitly, so
+  committed runs reproduce bit for bit; and it is not the program without the barrier."""
+  params = _params("mone")
+  text = lambda **kw: jax.jit(jax.grad(_loss("mone", **kw))).lower(params, X).as_text(debug_info=False)
+  auto = text()
+  assert auto == text(attention="xla", grad_barrier="on") == text(backend="cpu")
+  assert auto != text(grad_barrier="off")
+  assert layers.default_backend() == "cpu"
+
+
+def test_auto_picks_flash_attention_only_where_cudnn_takes_it_and_the_barrier_only_on_the_cpu():
+  for backend in ("gpu", "cuda"):  # jax's name for a GPU, and `default_backend`'s for an NVIDIA one
+    assert layers.resolve_attention("auto", backend, jnp.bfloat16, 64) == "cudnn"
+    assert layers.resolve_attention("auto", backend, jnp.float16, 128) == "cudnn"
+  assert layers.resolve_attention("auto", "cuda", jnp.float32, 64) == "xla"  # cuDNN's flash attention: 16-bit only
+  assert layers.resolve_attention("auto", "cuda", jnp.bfloat16, 136) == "xla"  # head dim above 128
+  assert layers.resolve_attention("auto", "cuda", jnp.bfloat16, 60) == "xla"  # not a multiple of 8
+  for backend in ("cpu", "tpu", "rocm"):
+    assert layers.resolve_attention("auto", backend, jnp.bfloat16, 64) == "xla"
   assert layers.resolve_attention("dot_product", "cpu", jnp.float32, 64) == "dot_product"
-  with pytest.raises(ValueError, match="attention='cudnn' needs a CUDA GPU"):
-    layers.resolve_attention("cudnn", "cpu", jnp.bfloat16, 64)
+  assert layers.resolve_attention("xla", "cuda", jnp.bfloat16, 64) == "xla"
   with pytest.raises(ValueError, match="attention must be one of"):
-    layers.resolve_attention("flash", "gpu", jnp.bfloat16, 64)
-  assert layers.resolve_barrier("auto", "cpu") and not layers.resolve_barrier("auto", "gpu")
-  assert layers.resolve_barrier("on", "gpu") and not layers.resolve_barrier("off", "cpu")
+    layers.resolve_attention("flash", "cuda", jnp.bfloat16, 64)
+  assert layers.resolve_barrier("auto", "cpu")
+  assert not any(layers.resolve_barrier("auto", b) for b in ("gpu", "cuda", "rocm", "tpu"))
+  assert layers.resolve_barrier("on", "cuda") and not layers.resolve_barrier("off", "cpu")
   with pytest.raises(ValueError, match="grad_barrier must be one of"):
     layers.resolve_barrier("maybe", "cpu")
 
 
-def test_a_config_refuses_an_unknown_path_and_keeps_its_hash_at_the_defaults():
-  from mone import results
-  from mone.models import config
-  cfg = recipes.digits64()
-  with pytest.raises(ValueError, match="attention must be one of"):
-    dataclasses.replace(cfg.model, attention="flash")
-  with pytest.raises(ValueError, match="grad_barrier must be one of"):
+def test_cudnn_attention_asked_for_off_a_cuda_gpu_is_refused_with_a_message():
+  """No silent fallback: a config that names "cudnn" means to measure cuDNN; "auto" is the
+  setting that falls back."""
+  with pytest.raises(ValueError, match="attention='cudnn' needs a CUDA GPU; this backend is 'cpu'"):
+    layers.resolve_attention("cudnn", "cpu", jnp.bfloat16, 64)
+  with pytest.raises(ValueError, match="attention='cudnn' needs a CUDA GPU; this backend is 'cpu'"):
+    _loss("vit", jnp.bfloat16, attention="cudnn")(_params("vit"), X)
+
+
+def test_a_model_built_for_cuda_hands_the_qkv_projection_to_cudnn_token_major(monkeypatch):
+  """backend="cuda" reaches every block: in bfloat16 "auto" calls jax's attention with cuDNN's
+  implementation, on [B, N, H, c] slices of the projection. (cuDNN itself needs a GPU: the
+  recorder runs XLA's implementation in its place and the result is the "dot_product" path's.)
+  In float32 "auto" keeps the reference."""
+  calls, xla = [], jax.nn.dot_product_attention
+
+  def recorder(q, k, v, implementation=None):
+    calls.append((implementation, q.shape, k.shape, v.shape))
+    return xla(q, k, v, implementation=None)
+
+  params = _params("mone")
+  want = _loss("mone", jnp.bfloat16, attention="dot_product")(params, X)
+  monkeypatch.setattr(layers.jax.nn, "dot_product_attention", recorder)
+  got = _loss("mone", jnp.bfloat16, backend="cuda")(params, X)
+  m = SMOKE.model
+  shape = (X.shape[0], m.num_tokens, m.num_heads, m.width // m.num_heads)
+  assert calls == [("cudnn", shape, shape, shape)] * m.depth
+  assert got == want
+  calls.clear()
+  _loss("mone", jnp.float32, backend="cuda")(params, X)
+  assert calls == []
+
+
+def test_a_config_refuses_an_unknown_path_and_keeps_committed_hashes_at_the_defaults():
+  """The fields are `config._added`: at "auto" they are left out of the hash, so every committed
+  run keeps its name (test_config checks every run file); a path named explicitly is a new config."""
+  with pytest.raises(ValueError, match=r"attention must be one of \('auto', 'xla', 'dot_product', 'cudnn'\)"):
+    dataclasses.replace(recipes.digits64().model, attention="flash")
+  with pytest.raises(ValueError, match=r"grad_barrier must be one of \('auto', 'on', 'off'\)"):
     config.vit("S/16", grad_barrier="sometimes")
-  committed = results.read_json(results.RESULTS / "runs" / "digits64-vit-c866f09e75ca.json")
-  assert results.config_hash(recipes.apply_overrides(cfg, {"kind": "vit", "num_devices": 1})) == committed["config_hash"]
+  with pytest.raises(ValueError, match="attention must be one of"):
+    config.vivit("tiny/8x2", attention="flash")
+  runs = sorted((results.RESULTS / "runs").glob("*.json"))
+  # The first dense and MoNE run of an image, a 64 px image and a video profile.
+  picked = [next(p for p in runs if p.name.startswith(f"{name}-{kind}-"))
+            for name in ("digits", "digits64", "moving_temporal") for kind in ("vit", "mone")]
+  for path in picked:
+    run = results.read_json(path)
+    cfg = recipes.from_json(run["config"])
+    assert (cfg.model.attention, cfg.model.grad_barrier) == ("auto", "auto")
+    assert results.config_hash(cfg) == run["config_hash"], path.name
+    explicit = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, attention="xla"))
+    assert results.config_hash(explicit) != run["config_hash"]
 
 
-def test_the_gpu_program_without_the_barrier_has_no_conditional():
-  # Lowered for CUDA here, without a GPU: the gradient barrier is a `case` per fence, three per
-  # routed block (qkv, attention output, block output), none with grad_barrier off.
-  counts = {}
-  for barrier in ("on", "off"):
-    params, x, loss = _model_and_loss("mone", grad_barrier=barrier)
-    exported = jax.export.export(jax.jit(jax.grad(loss)), platforms=("cuda",))(params, x)
-    counts[barrier] = exported.mlir_module().count("stablehlo.case")
-  depth = recipes.smoke().model.depth
-  assert counts == {"on": 3 * depth, "off": 0}
+def _exported_grad(kind, backend, dtype=jnp.float32, **paths):
+  loss = _loss(kind, dtype, backend=backend, **paths)
+  return jax.export.export(jax.jit(jax.grad(loss)), platforms=("cuda",))(_params(kind), X).mlir_module()
+
+
+@pytest.mark.parametrize("kind,per_block", [("mone", 3), ("vit", 1)])
+def test_the_gpu_program_has_no_conditional_unless_the_barrier_is_forced(kind, per_block):
+  """Lowered for CUDA here, without a GPU (StableHLO; nothing is compiled). The barrier is a
+  `case` per fence: three per routed block (qkv, attention output, block output), one per dense
+  block. A model built for backend "cuda" leaves it out at "auto"; one built on the CPU's default
+  keeps the CPU's choice even when exported for CUDA, which is why the models take a backend.
+  (cuDNN's attention does not lower without cuDNN installed, so these use float32, where "auto"
+  is the reference attention on a GPU too.)"""
+  depth = SMOKE.model.depth
+  count = lambda text: (text.count("stablehlo.case"), text.count("stablehlo.optimization_barrier"))
+  assert count(_exported_grad(kind, "cuda")) == (0, 0)
+  assert count(_exported_grad(kind, "cuda", grad_barrier="on")) == (per_block * depth,) * 2
+  assert count(_exported_grad(kind, None)) == (per_block * depth,) * 2  # the CPU's default
+
+
+def test_every_model_passes_its_backend_to_every_block():
+  """The image models, MoD, ViViT (spatial and temporal blocks) and the drop-in encoder: built for
+  "cuda", no block of their gradient holds the barrier's conditional; built for the CPU, every
+  block does (traced only)."""
+  from mone.models import nested, vivit
+  video_cfg = config.vivit("tiny/8x2")
+  video = jax.random.normal(jax.random.key(2), (1, video_cfg.num_frames, 32, 32, 3))
+  tokens = jax.random.normal(jax.random.key(3), (2, 16, 32))
+  models = {  # name: (make(backend), input, capacities or None, the CPU's conditionals: 3 a routed block, 1 a dense)
+      "mone": (lambda b: vit.make_model(SMOKE.model, "mone", backend=b), X, CAPS, 3 * SMOKE.model.depth),
+      "mod": (lambda b: vit.make_model(SMOKE.model, "mod", backend=b), X, None, SMOKE.model.depth),
+      "vivit-mone": (lambda b: vivit.make_video_model(video_cfg, "mone", backend=b), video, CAPS,
+                     3 * video_cfg.depth + video_cfg.temporal_depth),
+      "encoder": (lambda b: nested.NestedEncoder(32, 2, 2, 64, backend=b), tokens, CAPS, 3 * 2),
+  }
+  for name, (make, x, caps, cpu_conds) in models.items():
+    args = (x,) if caps is None else (x, caps)
+    params = jax.eval_shape(lambda: make(None).init(jax.random.key(0), *args)["params"])
+
+    def conds(backend):
+      f = lambda p: jnp.sum(jax.tree.leaves(make(backend).apply({"params": p}, *args))[0])
+      return str(jax.make_jaxpr(jax.grad(f))(params)).count(" cond[")
+    assert (conds("cuda"), conds(None)) == (0, cpu_conds), name

@@ -113,9 +113,12 @@ class ViTConfig(_Derived):
   # Eq. 1's alpha: True keeps it in [0, 1) as the paper states (`mone.models.nested.eq1_alpha`);
   # False leaves it unconstrained, as the XS runs committed before the bound were trained.
   alpha_bounded: bool = _added(False)
-  # How the blocks compute, not what: both select an implementation by backend ("auto"), and the
-  # CPU's is the one every committed run trained with (`mone.models.layers.resolve_attention`,
-  # `resolve_barrier`). Same function, so not part of a run's identity when left at "auto".
+  # How the blocks compute, not what: both select an implementation by backend ("auto": cuDNN's
+  # flash attention and no gradient barrier on a CUDA GPU; on the CPU the reference attention and
+  # the barrier, the code every committed run trained with), or name one to compare paths
+  # (`mone.models.layers.resolve_attention`, `resolve_barrier`; the backend is the model's
+  # `backend` argument, by default the one jax runs on). Same function, so not part of a run's
+  # identity when left at "auto".
   attention: str = _added("auto")     # auto | xla | dot_product | cudnn
   grad_barrier: str = _added("auto")  # auto | on | off
 

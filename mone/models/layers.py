@@ -9,9 +9,27 @@ every line of compute. The rest exists for speed on the CPU, each with its measu
 stream's cotangent in every block), `PatchConv` (a patch embedding as one matmul) and
 `nested_weights` (weight slices made once per update instead of once per call).
 
-Two choices are made by backend, each overridable by its model config field: the attention
-(`resolve_attention`: cuDNN's flash attention on a CUDA GPU in bfloat16, the function above
-elsewhere) and the gradient barrier (`resolve_barrier`: on the CPU only). On the CPU "auto" is
+Two of those CPU choices are wrong for a GPU, so a block picks them by the backend it is traced
+for, each overridable by its model config field (`mone.models.config.ViTConfig.attention`,
+`grad_barrier`):
+
+- attention (`resolve_attention`): "xla" is `attention`, the reference every committed run
+  trained with; it writes the [B, H, N, N] logits and probabilities to device memory. "cudnn"
+  is cuDNN's flash attention through jax.nn.dot_product_attention (`dot_product_attention`),
+  one fused kernel whose N x N tiles never leave the chip, in the token-major [B, N, H, c]
+  layout the qkv projection produces (no transposes around it). "dot_product" is the same
+  jax call with XLA's implementation: it runs anywhere, so the CPU tests the call the GPU
+  makes. "auto" is "cudnn" on a CUDA GPU in bfloat16/float16 with a head dim cuDNN takes,
+  "xla" elsewhere.
+- the gradient barrier (`resolve_barrier`): `materialize_grad` routes the residual stream's
+  cotangent through a conditional, three per routed block and one per dense block. It is a
+  workaround for XLA:CPU's fusion; on a GPU it was never measured to help and a conditional
+  may wait on the host. "auto" is on for the CPU only; "off" makes it and the block's fences
+  the identity (same values: it never changes what is computed).
+
+"auto" resolves when the block is traced, for `Block.backend`: by default the backend jax runs
+on (`default_backend`); a model exported for CUDA from a CPU host is built with backend="cuda"
+(the models take it as an argument), or it would get the CPU's choices. On the CPU "auto" is
 the code every committed run trained with, bit for bit.
 """
 import jax
@@ -55,27 +73,46 @@ def attention(q, k, v):
 
 
 def dot_product_attention(q, k, v, implementation=None):
-  """`attention` through jax.nn.dot_product_attention: q, k, v [B, H, N, c] -> [B, H, N, c].
-  implementation "cudnn" is flash attention on an NVIDIA GPU (fused: the [B, H, N, N] logits and
-  probabilities never reach device memory); None is XLA's, on any backend, which lets the CPU test
-  the same call. The jax function takes [B, N, H, c]: the transposes around it are layout changes
-  XLA folds into the neighbouring ops where it can."""
-  t = lambda x: jnp.swapaxes(x, 1, 2)
-  return t(jax.nn.dot_product_attention(t(q), t(k), t(v), implementation=implementation))
+  """Attention through jax.nn.dot_product_attention, token-major: q, k, v [B, N, H, c] -> [B, N, H, c].
+
+  The function `attention` computes, in the layout jax's takes ('BTNH'), which is the qkv
+  projection's own: a block hands it slices of its [B, N, 3, H, c] projection and reshapes its
+  output to [B, N, D] without a transpose. implementation="cudnn" is cuDNN's flash attention on
+  an NVIDIA GPU: one fused kernel, so the [B, H, N, N] logits and probabilities never reach
+  device memory, forward or backward. None is XLA's implementation, on any backend, so the CPU
+  tests the call the GPU makes."""
+  return jax.nn.dot_product_attention(q, k, v, implementation=implementation)
+
+
+CUDA = ("gpu", "cuda")  # backends with cuDNN: "gpu" is jax's name for any GPU; `default_backend` names ROCm
+
+
+def default_backend() -> str:
+  """The backend jax runs on, as `resolve_attention` and `resolve_barrier` read it: jax's own name
+  ("cpu", "tpu"), except that a GPU is "cuda" or "rocm" (jax calls both "gpu"; cuDNN is CUDA's)."""
+  backend = jax.default_backend()
+  if backend == "gpu":
+    from jax.extend.backend import get_backend
+    return "rocm" if "rocm" in get_backend().platform_version.lower() else "cuda"
+  return backend
 
 
 def resolve_attention(name: str, backend: str, dtype, head_dim: int) -> str:
-  """The attention a block runs: `name` itself, or for "auto" cuDNN's flash attention on a CUDA GPU
-  where it applies (bfloat16 or float16, head dimension a multiple of 8 up to 128), else "xla"
-  (`attention`, the code every committed run trained with). "cudnn" on another backend is refused."""
+  """The attention a block runs: `name` itself, or for "auto" "cudnn" where cuDNN's flash attention
+  applies, else "xla" (`attention`, the code every committed run trained with).
+
+  cuDNN's flash attention takes float16/bfloat16 only (float32 is refused) and a head dimension
+  that is a multiple of 8 up to 128 (up to 256 from Hopper on; 128 is the bound on every GPU,
+  and ViT's heads are 64 wide), checked by jax._src.cudnn.fused_attention_stablehlo. "cudnn" on
+  another backend is refused here, with a message, rather than left to fail inside jax."""
   from mone.models.config import ATTENTIONS
   if name not in ATTENTIONS:
     raise ValueError(f"attention must be one of {ATTENTIONS}, got {name!r}")
-  fits = backend in ("gpu", "cuda") and jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) and head_dim % 8 == 0 and head_dim <= 128
-  if name == "cudnn" and backend not in ("gpu", "cuda"):
+  if name == "cudnn" and backend not in CUDA:
     raise ValueError(f"attention='cudnn' needs a CUDA GPU; this backend is {backend!r} (use 'auto', 'xla' or 'dot_product')")
   if name == "auto":
-    return "cudnn" if fits else "xla"
+    fits = jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) and head_dim % 8 == 0 and head_dim <= 128
+    return "cudnn" if backend in CUDA and fits else "xla"
   return name
 
 
@@ -143,15 +180,16 @@ class Block(nn.Module):
   width: int
   num_heads: int
   mlp_dim: int
-  attention: str = "auto"     # `resolve_attention`, by the backend the block is traced for
+  attention: str = "auto"     # `resolve_attention`
   grad_barrier: str = "auto"  # `resolve_barrier`
+  backend: str | None = None  # what "auto" resolves for; None: `default_backend()` when traced
 
   @nn.compact
   def __call__(self, hs, widths, mults=None):
-    D, M = self.width, self.mlp_dim
-    backend = jax.default_backend()
+    D, M, H = self.width, self.mlp_dim, self.num_heads
+    backend = self.backend or default_backend()
     barrier = resolve_barrier(self.grad_barrier, backend)
-    impl = resolve_attention(self.attention, backend, hs[-1].dtype, D // self.num_heads)
+    impl = resolve_attention(self.attention, backend, hs[-1].dtype, D // H)
     p = lambda name, init, shape: self.param(name, init, shape)
     ln1_s, ln1_b = p("ln1_scale", nn.initializers.ones, (D,)), p("ln1_bias", nn.initializers.zeros, (D,))
     w_qkv, b_qkv = p("qkv_kernel", _qkv_init, (D, 3 * D)), p("qkv_bias", nn.initializers.zeros, (3 * D,))
@@ -168,17 +206,24 @@ class Block(nn.Module):
       return jax.lax.slice_in_dim(w, 0, d, axis=axis)
 
     # Self-attention: sliced in-projection per group, attention over all N tokens at width D.
-    # The groups' [B, n_g, 3D] are joined token-major and moved into the heads-major layout by
-    # one transpose, as in the dense model. With several groups, both layout changes store
-    # their cotangent once (materialize_grad): otherwise XLA:CPU fuses the transpose into each
-    # group's three consumers (weight-gradient dot, data-gradient dot, bias sum) as a slow
-    # strided copy per consumer. Same values, ~10% off a MoNE training step (ViT-S/16, CPU).
+    # The groups' [B, n_g, 3D] are joined token-major. The reference ("xla") moves them into the
+    # heads-major layout by one transpose, as in the dense model; jax's attention ("cudnn",
+    # "dot_product") takes them token-major as they are. With several groups, both layout
+    # changes store their cotangent once (materialize_grad): otherwise XLA:CPU fuses the
+    # transpose into each group's three consumers (weight-gradient dot, data-gradient dot, bias
+    # sum) as a slow strided copy per consumer. Same values, ~10% off a MoNE training step
+    # (ViT-S/16, CPU).
     fence = materialize_grad if len(hs) > 1 and barrier else (lambda t: t)
     qkv = fence(jnp.concatenate([layer_norm(h, ln1_s[:d], ln1_b[:d]) @ nested("qkv_kernel", w_qkv, d, 0) + b_qkv
                                  for h, d in zip(hs, widths)], axis=1))  # [B, N, 3D]
-    q, k, v = jnp.transpose(qkv.reshape(*qkv.shape[:2], 3, self.num_heads, -1), (2, 0, 3, 1, 4))
-    att = attention(q, k, v) if impl == "xla" else dot_product_attention(q, k, v, "cudnn" if impl == "cudnn" else None)  # [B, H, N, c]
-    att = fence(jnp.swapaxes(att, 1, 2).reshape(att.shape[0], -1, D))  # [B, N, D]
+    qkv = qkv.reshape(*qkv.shape[:2], 3, H, D // H)  # [B, N, 3, H, c]
+    if impl == "xla":
+      q, k, v = jnp.transpose(qkv, (2, 0, 3, 1, 4))  # [B, H, N, c] each
+      att = jnp.swapaxes(attention(q, k, v), 1, 2)  # [B, N, H, c]
+    else:
+      q, k, v = (qkv[:, :, i] for i in range(3))  # [B, N, H, c] each: slices, no transpose
+      att = dot_product_attention(q, k, v, "cudnn" if impl == "cudnn" else None)
+    att = fence(att.reshape(*att.shape[:2], D))  # [B, N, D]
     zs = [h + a @ nested("out_kernel", w_o, d, 1) + b_o[:d]
           for h, a, d in zip(hs, split_groups(att, [h.shape[1] for h in hs]), widths)]
 
@@ -202,14 +247,15 @@ def cast_floating(tree, dtype):
   return jax.tree_util.tree_map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
 
 
-def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str = "auto"):
+def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str = "auto", backend: str | None = None):
   """`Block`, or (remat=True) `Block` rematerialised: its activations are recomputed in the
   backward pass instead of kept from the forward one, so a training step holds one block's
   activations at a time rather than every block's (more compute, less memory). The widths
   (argument 2, counting self) are static: they decide the slicing. Parameters are unchanged.
-  attention, grad_barrier: the block's implementations (`resolve_attention`, `resolve_barrier`)."""
+  attention, grad_barrier: the block's implementations (`resolve_attention`, `resolve_barrier`),
+  "auto" resolved for `backend` (None: the one jax runs on, `default_backend`)."""
   cls = nn.remat(Block, static_argnums=(2,)) if remat else Block
-  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, **kw)
+  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, **kw)
 
 
 _NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)

@@ -47,11 +47,14 @@ class ViT(nn.Module):
       drop_smallest=True runs the smallest expert at width 0 (MoD-greedy, Table 1).
 
   The random router (config.router='random') needs rngs={'routing': key}. remat=True
-  rematerialises every block in the backward pass (`mone.models.layers.block_class`).
+  rematerialises every block in the backward pass (`mone.models.layers.block_class`). backend:
+  what the config's "auto" attention and grad_barrier resolve for (None: the backend jax runs
+  on; "cuda" to export a GPU program from a CPU host; see `mone.models.layers`).
   """
   config: ViTConfig
   routed: bool = False
   remat: bool = False
+  backend: str | None = None
 
   @nn.compact
   def __call__(self, images, capacities=None, *, width_index=None, drop_smallest=False):
@@ -65,7 +68,7 @@ class ViT(nn.Module):
     # The transformer is the drop-in nested encoder, its parameters in this module's scope.
     # Pooling is permutation invariant: the tokens may stay in expert order (patch_order=False).
     x, _, aux = nested.encode(self, x, capacities, width_index=width_index, drop_smallest=drop_smallest,
-                              patch_order=False, remat=self.remat, **nested.fields(cfg))
+                              patch_order=False, remat=self.remat, backend=self.backend, **nested.fields(cfg))
     return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
 
@@ -76,6 +79,7 @@ class MoD(nn.Module):
   router weight, as in MoD, so the router receives gradients."""
   config: ViTConfig
   remat: bool = False  # as ViT's
+  backend: str | None = None  # as ViT's
 
   @nn.compact
   def __call__(self, images):
@@ -84,7 +88,7 @@ class MoD(nn.Module):
     k = mod_tokens(cfg)
     aux = {"selected": []}
     for l in range(cfg.depth):
-      block = block_class(self.remat, cfg.attention, cfg.grad_barrier)(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
+      block = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend)(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
       if l % 2 == 0:
         (x,) = block([x], (cfg.width,))
         continue
@@ -98,13 +102,13 @@ class MoD(nn.Module):
     return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
 
-def make_model(config: ViTConfig, kind: str, remat: bool = False) -> nn.Module:
+def make_model(config: ViTConfig, kind: str, remat: bool = False, backend: str | None = None) -> nn.Module:
   """The Flax module for kind 'vit', 'matvit' (same as vit; pick width_index), 'mone', 'mod';
-  remat=True rematerialises every block."""
+  remat=True rematerialises every block; backend: see ViT."""
   if kind in ("vit", "matvit"):
-    return ViT(config, remat=remat)
+    return ViT(config, remat=remat, backend=backend)
   if kind == "mone":
-    return ViT(config, routed=True, remat=remat)
+    return ViT(config, routed=True, remat=remat, backend=backend)
   if kind == "mod":
-    return MoD(config, remat=remat)
+    return MoD(config, remat=remat, backend=backend)
   raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

@@ -87,11 +87,13 @@ class ViViT(nn.Module):
   Parameter names follow `mone.models.vit.ViT` where the roles match ('block_l', 'router_r',
   'alpha'), so a MatViViT checkpoint initialises MoNE-ViViT directly. The random router
   (config.router='random') needs rngs={'routing': key}. remat=True rematerialises every
-  block, spatial and temporal (`mone.models.layers.block_class`).
+  block, spatial and temporal (`mone.models.layers.block_class`). backend: as
+  `mone.models.vit.ViT`'s.
   """
   config: ViViTConfig
   routed: bool = False
   remat: bool = False
+  backend: str | None = None
 
   @nn.compact
   def __call__(self, video, capacities=None, *, width_index=None, drop_smallest=False):
@@ -109,7 +111,7 @@ class ViViT(nn.Module):
     # the CLS token of each temporal index runs at full width and is not routed. Only CLS is read
     # after it, so the tokens may stay in expert order.
     _, cls, aux = nested.encode(self, x, capacities, full=cls, width_index=width_index, drop_smallest=drop_smallest,
-                                patch_order=False, remat=self.remat, **nested.fields(cfg))
+                                patch_order=False, remat=self.remat, backend=self.backend, **nested.fields(cfg))
     if aux:  # one routing per temporal index: [B T', N, ...] -> [B, T', N, ...]
       aux = {"router_logits": aux["router_logits"].reshape(-1, nt, n, cfg.num_experts),
              "router_probs": aux["router_probs"].reshape(-1, nt, n, cfg.num_experts),
@@ -122,20 +124,20 @@ class ViViT(nn.Module):
                        (1, nt + 1, D))
     h = jnp.concatenate([jnp.broadcast_to(t_cls, (frames.shape[0], 1, D)), frames], axis=1) + t_pos
     for l in range(cfg.temporal_depth):
-      (h,) = block_class(self.remat, cfg.attention, cfg.grad_barrier)(D, cfg.num_heads, cfg.mlp_dim,
-                                                                      name=f"temporal_block_{l}")([h], (D,))
+      (h,) = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend)(D, cfg.num_heads, cfg.mlp_dim,
+                                                                                    name=f"temporal_block_{l}")([h], (D,))
     return ClsHead(cfg.num_classes, cfg.head_zeroinit, name="head")(h), aux  # [B, num_classes]
 
 
-def make_video_model(config: ViViTConfig, kind: str, remat: bool = False) -> nn.Module:
+def make_video_model(config: ViViTConfig, kind: str, remat: bool = False, backend: str | None = None) -> nn.Module:
   """The Flax module for kind 'vit' (dense ViViT), 'matvit' (same module; pick
-  width_index) or 'mone'; remat=True rematerialises every block."""
+  width_index) or 'mone'; remat=True rematerialises every block; backend: see ViViT."""
   if not isinstance(config, ViViTConfig):
     raise ValueError(f"config must be a ViViTConfig (mone.models.config.vivit(...)), got {type(config).__name__}")
   if kind in ("vit", "matvit"):
-    return ViViT(config, remat=remat)
+    return ViViT(config, remat=remat, backend=backend)
   if kind == "mone":
-    return ViViT(config, routed=True, remat=remat)
+    return ViViT(config, routed=True, remat=remat, backend=backend)
   raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
