@@ -35,6 +35,18 @@ def as_path(path):
   return epath.Path(path)
 
 
+def make_dir(path, name: str) -> None:
+  """Creates a local folder (and its parents), or says in one line, naming the parameter `name`
+  that gave it, why it cannot be; a remote one (gs://...) needs no creating (objects have no
+  folders; the checkpointer writes there)."""
+  if not is_local(path):
+    return
+  try:
+    os.makedirs(path, exist_ok=True)
+  except OSError as e:
+    raise ValueError(f"{name} {str(path)!r} cannot be created: {e.strerror or e}") from None
+
+
 def atomic_write_text(path, text: str) -> None:
   """Writes via a temporary file in the same folder and os.replace: a reader (or a run killed
   mid-write) sees either the old file or the complete new one, never half of one. (An object

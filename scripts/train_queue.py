@@ -11,7 +11,9 @@ On a GPU machine, tiny runs leave the GPU mostly idle, so several processes shar
 `--workers 8` on one H200 (16 host cores) each digits64 run trains at about 2,700 examples/s,
 8 at once (one alone: 7,600), so eight 8,000-step runs take about 6 minutes together (data,
 compilation and evaluation included). Each worker trains every N-th run left (`share`); a killed
-worker's run resumes from its checkpoints as on a CPU.
+worker's run resumes from its checkpoints as on a CPU. On a GPU the runs' float32 matmuls are at
+precision "highest", full float32 as the CPU computes them (JAX's GPU default may use TF32);
+MONE_MATMUL_PRECISION overrides it (`matmul_precision`), and every run file records it.
 
   XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true \
       python3 scripts/train_queue.py --only digits64- --workers 8
@@ -45,6 +47,7 @@ import time
 
 from mone import results
 from mone.chapters import experiments, plan
+from mone.train import loop
 
 
 def status(cfg) -> str:
@@ -82,6 +85,13 @@ def gpu_present() -> bool:
   return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
 
 
+def matmul_precision(environ, gpu: bool) -> str | None:
+  """The float32 matmul precision the queue's runs train at: the user's $MONE_MATMUL_PRECISION where
+  set; else "highest" on a GPU (float32 matmuls in full float32, as the CPU computes them: JAX's GPU
+  default may use TF32); else None, JAX's default (on the CPU already full float32)."""
+  return environ.get("MONE_MATMUL_PRECISION") or ("highest" if gpu else None)
+
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--list", action="store_true", help="print every run's status and exit")
@@ -97,13 +107,15 @@ def main():
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   args = ap.parse_args()
-  gpu = gpu_present() if args.workers is None or "MONE_MATMUL_PRECISION" not in os.environ else False
+  gpu = gpu_present() if args.workers is None or not os.environ.get("MONE_MATMUL_PRECISION") else False
   if args.workers is None:
     args.workers = 8 if gpu else 1
-  if gpu and "MONE_MATMUL_PRECISION" not in os.environ:
-    # float32 matmuls in full float32, as the CPU computes them (JAX's default may use TF32 on a
-    # GPU); every run file records its precision. The workers inherit it.
-    os.environ["MONE_MATMUL_PRECISION"] = "highest"
+  if precision := matmul_precision(os.environ, gpu):
+    os.environ["MONE_MATMUL_PRECISION"] = precision  # the workers inherit it; every run file records it
+    try:
+      loop.apply_matmul_precision()  # a value JAX does not know stops the queue here, in one line
+    except ValueError as e:
+      ap.error(str(e))
   if args.max_runs < 0:
     ap.error(f"--max-runs must be >= 0, got {args.max_runs}")
   if args.workers < 1:

@@ -141,8 +141,9 @@ def test_same_config_and_seed_give_identical_metrics(tmp_path, finished):
 
 
 def _cli(workdir, *extra):
-  return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir), "--quiet",
-          "num_devices=1", "steps=40", "checkpoint_every=5", *extra]
+  # An option between overrides: the command reads the overrides on both sides of it.
+  return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir),
+          "num_devices=1", "--quiet", "steps=40", "checkpoint_every=5", *extra]
 
 
 def _check_nothing_half_written(work: Path):
@@ -158,8 +159,13 @@ def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_p
   ref = subprocess.run(_cli(tmp_path / "ref"), env=env, capture_output=True, text=True, cwd=REPO)
   assert ref.returncode == 0, ref.stderr[-2000:]
   # The run's own peak (RUSAGE_CHILDREN would also count the notebook kernels of other tests).
-  peak_mib = json.loads((tmp_path / "ref" / "metrics.json").read_text())["peak_rss_mib"]
+  a = json.loads((tmp_path / "ref" / "metrics.json").read_text())
+  peak_mib = a["peak_rss_mib"]
   assert 0 < peak_mib < 4096, f"the smoke run peaked at {peak_mib:.0f} MiB"  # documented in book/reference.md
+  # The overrides on both sides of --quiet applied (smoke's own: num_devices=0, checkpoint_every=20).
+  assert a["config"]["num_devices"] == 1 and a["config"]["checkpoint_every"] == 5
+  # One process trained it all, at JAX's default matmul precision.
+  assert a["trained_on"] == [{"device": a["device"], "matmul_precision": "default", "from_step": 0, "to_step": 40}]
   work, rng = tmp_path / "killed", random.Random(0)
   kills = []
   for target in sorted(rng.sample(range(5, 40, 5), 3)):
@@ -176,10 +182,15 @@ def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_p
   assert all(rc == -signal.SIGKILL for _, rc in kills), kills  # every kill landed before the end
   again = subprocess.run(_cli(work), env=env, capture_output=True, text=True, cwd=REPO)
   assert again.returncode == 0, again.stderr[-2000:]
-  a = json.loads((tmp_path / "ref" / "metrics.json").read_text())
   b = json.loads((work / "metrics.json").read_text())
   assert b["resumed_from_step"] >= kills[-1][0]
   assert a["history"] == b["history"] and a["evals"] == b["evals"]  # bit for bit
+  # Every process that got to a checkpoint is a part, contiguous up to the checkpoint the next
+  # one resumed from (a process killed before its first checkpoint left nothing to resume: no part).
+  parts = b["trained_on"]
+  assert 2 <= len(parts) <= len(kills) + 1 and parts[-1]["from_step"] == b["resumed_from_step"]
+  assert [p["from_step"] for p in parts] == [0] + [p["to_step"] for p in parts[:-1]] and parts[-1]["to_step"] == 40
+  assert all(p["from_step"] < p["to_step"] and p["to_step"] % 5 == 0 and p["device"] == b["device"] for p in parts)
   # (A rerun of a finished run only reloads: test_train.py::test_rerun_of_finished_run_does_no_training.)
 
 
@@ -261,7 +272,42 @@ def test_images_of_the_wrong_size_or_channels(shape, match):
 def test_cli_rejects_bad_values_before_writing(tmp_path, args, message):
   work = tmp_path / "w"
   out = subprocess.run(_cli(work, *args), capture_output=True, text=True, cwd=REPO)
-  assert out.returncode == 2 and message in out.stderr, out.stderr[-1000:]
+  assert message in _one_line_error(out)
+  assert not work.exists()
+
+
+def _one_line_error(out) -> str:
+  """The command's error, checked for what every bad input must give: exit status 2 and one line
+  on stderr (no traceback, no usage)."""
+  assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+  assert out.stderr.startswith("python -m mone.train: error: ")
+  return out.stderr.strip()
+
+
+def test_cli_more_devices_than_the_machine_has_is_one_line_and_writes_nothing(tmp_path):
+  work, n = tmp_path / "w", jax.device_count()  # the command sees the devices the tests see (conftest)
+  out = subprocess.run(_cli(work, f"num_devices={n + 1}"), capture_output=True, text=True, cwd=REPO)
+  assert _one_line_error(out).endswith(f"num_devices must be in [0, {n}] on this machine (0: all devices), got {n + 1}")
+  assert not work.exists()
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "/proc/mone-workdir"])
+def test_cli_a_workdir_that_cannot_be_created_is_one_line(tmp_path, where):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("")
+  work = blocker / "run" if where == "under_a_file" else Path(where)
+  out = subprocess.run(_cli(work), capture_output=True, text=True, cwd=REPO)
+  line = _one_line_error(out)
+  assert f"--workdir {str(work)!r} cannot be created: " in line
+  assert line.endswith("Not a directory") or where != "under_a_file"  # the OS's reason (ENOTDIR)
+  assert blocker.read_text() == "" and not work.exists()
+
+
+def test_cli_an_unknown_matmul_precision_is_one_line(tmp_path):
+  work = tmp_path / "w"
+  out = subprocess.run(_cli(work), capture_output=True, text=True, cwd=REPO,
+                       env={**os.environ, "MONE_MATMUL_PRECISION": "fastest"})
+  assert "MONE_MATMUL_PRECISION must be one of 'default', 'high', 'highest'" in _one_line_error(out)
   assert not work.exists()
 
 

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -9,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from mone import flops
+from mone import flops, results
 from mone.models import vit
 from mone.data import sources
 from mone.train import checkpoints, evaluation, loop, recipes, steps
@@ -157,6 +158,8 @@ def test_rerun_of_finished_run_does_no_training(tmp_path):
   second = loop.train(cfg, tmp_path, progress=False)
   assert second["resumed_from_step"] == cfg.steps
   assert first["accuracy"] == second["accuracy"] and first["history"] == second["history"]
+  # The second process only evaluated: it is the run file's `device`, not a part of trained_on.
+  assert second["trained_on"] == first["trained_on"] and len(first["trained_on"]) == 1
 
 
 @pytest.mark.parametrize("args,message", [
@@ -168,6 +171,7 @@ def test_cli_rejects_bad_overrides_before_writing(tmp_path, args, message):
   work = tmp_path / "w"
   out = subprocess.run(_cli(work, *args), capture_output=True, text=True, cwd=REPO)
   assert out.returncode == 2 and message in out.stderr, out.stderr[-1000:]
+  assert len(out.stderr.strip().splitlines()) == 1  # one line: no traceback, no usage
   assert not work.exists()
 
 
@@ -376,13 +380,44 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
 
 
+def test_a_checkpoint_of_older_code_resumes_with_an_unrecorded_first_part(tmp_path):
+  cfg = tiny(kind="vit")
+  loop.train(cfg, tmp_path, progress=False)
+  shutil.rmtree(tmp_path / "checkpoints" / "6")
+  (tmp_path / "metrics.json").unlink()
+  saved = tmp_path / "checkpoints" / "3" / "history" / "metadata"  # orbax's JsonSave of the loop's history
+  history = json.loads(saved.read_text())
+  assert history["trained_on"][0]["from_step"] == 0 and history["trained_on"][0]["to_step"] == 3
+  saved.write_text(json.dumps({k: v for k, v in history.items() if k != "trained_on"}))  # as older code saved it
+  m = loop.train(cfg, tmp_path, progress=False)
+  assert m["trained_on"] == [
+      {"device": "unrecorded", "matmul_precision": "unrecorded", "from_step": 0, "to_step": 3},
+      {"device": m["device"], "matmul_precision": "default", "from_step": 3, "to_step": 6}]
+
+
 def test_mone_matmul_precision_sets_jax_precision_and_is_recorded(tmp_path, monkeypatch):
+  """MONE_MATMUL_PRECISION reaches the compiled matmuls and the run file; on the CPU "highest"
+  trains the same bits as the default (XLA:CPU computes float32 matmuls in full float32)."""
+  cfg = tiny(kind="mone", steps=4, log_every=1, checkpoint_every=4, lr=1e-2)
+  default = loop.train(cfg, tmp_path / "default", progress=False)
   monkeypatch.setenv("MONE_MATMUL_PRECISION", "highest")
   try:
-    m = loop.train(tiny(kind="vit", steps=2, checkpoint_every=2), tmp_path / "run", progress=False)
-    assert m["matmul_precision"] == "highest" and m["trained_on"][0]["matmul_precision"] == "highest"
+    m = loop.train(cfg, tmp_path / "highest", progress=False)
+    lowered = jax.jit(lambda a: a @ a).lower(np.ones((4, 4), np.float32)).as_text()
   finally:
     jax.config.update("jax_default_matmul_precision", None)
+  assert "HIGHEST" in lowered and "HIGHEST" not in jax.jit(lambda a: a @ a).lower(np.ones((4, 4), np.float32)).as_text()
+  assert m["matmul_precision"] == "highest" and m["trained_on"][0]["matmul_precision"] == "highest"
+  assert default["matmul_precision"] == "default" and default["trained_on"][0]["matmul_precision"] == "default"
+  assert len({loss for _, loss in m["history"]}) > 1  # training moved: the comparison sees the updates
+  assert m["history"] == default["history"] and m["evals"] == default["evals"]
+  for a, b in zip(jax.tree.leaves(checkpoints.load_params(tmp_path / "default")),
+                  jax.tree.leaves(checkpoints.load_params(tmp_path / "highest"))):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  assert results.config_hash(m["config"]) == results.config_hash(default["config"])  # not part of the config
+  monkeypatch.setenv("MONE_MATMUL_PRECISION", "fastest")
+  with pytest.raises(ValueError, match=r"MONE_MATMUL_PRECISION must be one of 'default', 'high', 'highest' .* got 'fastest'"):
+    loop.apply_matmul_precision()
 
 
 def _tensorboard_scalars(logdir) -> dict:
@@ -464,3 +499,93 @@ def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):
   # A finished run rerun resumes at its end: nothing trained, nothing appended.
   loop.train(cfg, tmp_path / "run", progress=False)
   assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def _script(name: str):
+  """scripts/NAME.py as a module (the scripts are not a package)."""
+  import importlib.util
+  spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+PRECISIONS = {"default", "high", "highest", "bfloat16", "tensorfloat32", "float32"}  # jax_default_matmul_precision's
+
+
+def test_every_committed_run_file_says_where_each_of_its_steps_trained():
+  paths = sorted(results.RESULTS.glob("**/runs/*.json"))
+  assert len(paths) > 100
+  for path in paths:
+    text = path.read_text()
+    m = json.loads(text)
+    parts = m["trained_on"]
+    # Contiguous parts from step 0 to the last, each training at least one step.
+    assert [p["from_step"] for p in parts] == [0] + [p["to_step"] for p in parts[:-1]], path.name
+    assert parts[-1]["to_step"] == m["train_steps"] and all(p["from_step"] < p["to_step"] for p in parts), path.name
+    assert m["matmul_precision"] in PRECISIONS and all(p["matmul_precision"] in PRECISIONS | {"unrecorded"} for p in parts)
+    assert all(isinstance(p["device"], dict) and p["device"].get("kind") or p["device"] == "unrecorded" for p in parts)
+    # As results.atomic_write_json writes it, so that a backfill's diff is only the lines it adds.
+    assert text == json.dumps(m, indent=1, sort_keys=True) + "\n", path.name
+
+
+@pytest.mark.parametrize("name, resumed", [("digits64-matvit-726f9fee4bb4", 7750), ("digits64-mone-b10f6ab119e8", 8000),
+                                           ("digits64-mod-b237e4df839f", 8000), ("digits64-vit-27beb9d7c460", 750),
+                                           ("digits64-mone-2ec095e22619", 8000), ("digits-vit-1770936882a0", 0)])
+def test_the_backfill_adds_only_its_two_keys_and_reproduces_the_committed_files(tmp_path, name, resumed):
+  """Each committed run file without trained_on and matmul_precision, as it was before the
+  backfill, gets them back from scripts/backfill_provenance.py byte for byte (its sources: that
+  script's docstring); its config hash is unchanged."""
+  committed = results.RESULTS / "runs" / f"{name}.json"
+  m = results.read_json(committed)
+  assert m.get("resumed_from_step") == resumed and m["config_hash"] == results.config_hash(recipes.from_json(m["config"]))
+  old = {k: v for k, v in m.items() if k not in ("trained_on", "matmul_precision")}
+  (tmp_path / "runs").mkdir()
+  (tmp_path / "runs" / committed.name).write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+  backfill = _script("backfill_provenance")
+  assert backfill.main(tmp_path) == 1 and backfill.main(tmp_path) == 0  # idempotent
+  assert (tmp_path / "runs" / committed.name).read_text() == committed.read_text()
+  here = {"device": m["device"], "matmul_precision": "default"}
+  if m["device"]["platform"] == "gpu":  # both parts on the GPU that finished it (commits ad1e656, aaa29b0)
+    first = here
+  else:  # an earlier part on a CPU whose cores are unrecorded
+    first = {"device": {"kind": "cpu", "platform": "cpu"}, "matmul_precision": "default"}
+  steps = m["train_steps"]
+  if not resumed:
+    want = [{**here, "from_step": 0, "to_step": steps}]
+  elif resumed == steps:  # the resumed process only evaluated: `device`, no part
+    want = [{**first, "from_step": 0, "to_step": steps}]
+  else:
+    want = [{**first, "from_step": 0, "to_step": resumed}, {**here, "from_step": resumed, "to_step": steps}]
+  assert m["trained_on"] == want and m["matmul_precision"] == "default"
+
+
+def test_train_run_answers_bad_input_in_one_line_and_writes_nothing(tmp_path, monkeypatch):
+  train_run = _script("train_run")
+  cache = tmp_path / "cache"
+  monkeypatch.setenv("MONE_CACHE_DIR", str(cache))
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+
+  def error(*argv) -> str:
+    with pytest.raises(SystemExit) as e:
+      train_run.main(list(argv))
+    assert isinstance(e.value.code, str) and "\n" not in e.value.code  # one line on stderr, exit status 1
+    return e.value.code
+
+  n = jax.device_count()
+  assert error("smoke", f"num_devices={n + 1}") == \
+      f"train_run.py: error: num_devices must be in [0, {n}] on this machine (0: all devices), got {n + 1}"
+  assert "e_c must be in" in error("smoke", "e_c=1.5")
+  monkeypatch.setenv("MONE_MATMUL_PRECISION", "fastest")
+  assert "MONE_MATMUL_PRECISION must be one of" in error("smoke")
+  monkeypatch.delenv("MONE_MATMUL_PRECISION")
+  assert not cache.exists() and not (tmp_path / "results").exists()
+  cache.write_text("")  # a file where the cache folder should be
+  msg = error("smoke")
+  assert msg.startswith("train_run.py: error: the run's workdir (under MONE_CACHE_DIR)") and "cannot be created" in msg
+  assert cache.read_text() == "" and not (tmp_path / "results").exists()
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache2"))
+  (tmp_path / "results").write_text("")  # the run file could not be written after training: refused before
+  msg = error("smoke")
+  assert msg.startswith("train_run.py: error: the run file's folder (under MONE_RESULTS_DIR)") and "cannot be created" in msg
+  assert (tmp_path / "results").read_text() == ""

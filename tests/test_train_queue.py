@@ -73,3 +73,49 @@ def test_twins_lists_the_cpu_twins_of_the_gpu_trained_runs_from_the_committed_fi
   names = [experiments.run_path(cfg).name for _, cfg in plan.twin_runs()]
   assert names and all(n in out.stdout for n in names)
   assert f"of {len(names)} done" in out.stdout
+
+
+def test_the_queue_trains_a_gpu_at_highest_matmul_precision_unless_told_otherwise():
+  pick = train_queue.matmul_precision
+  assert pick({}, gpu=True) == "highest" and pick({}, gpu=False) is None  # the CPU's default is full float32
+  assert pick({"MONE_MATMUL_PRECISION": "default"}, gpu=True) == "default"  # the user's choice stands
+  assert pick({"MONE_MATMUL_PRECISION": "high"}, gpu=False) == "high"
+
+
+def test_on_a_gpu_the_workers_start_with_highest_precision_and_eight_of_them(monkeypatch):
+  started = []
+
+  class Done:  # a worker that has finished
+    def wait(self):
+      return 0
+
+  def start(command, core, **popen):
+    started.append((command, os.environ.get("MONE_MATMUL_PRECISION")))
+    return Done()
+
+  import jax
+  monkeypatch.setenv("MONE_MATMUL_PRECISION", "")  # unset for the queue; restored after the test
+  monkeypatch.setattr(train_queue, "gpu_present", lambda: True)
+  monkeypatch.setattr(train_queue, "start_worker", start)
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-"])
+  try:
+    with pytest.raises(SystemExit) as exit_info:
+      train_queue.main()
+    assert jax.config.jax_default_matmul_precision == "highest"  # this process validated and set it
+  finally:
+    jax.config.update("jax_default_matmul_precision", None)
+  assert exit_info.value.code == 0
+  assert [p for _, p in started] == ["highest"] * 8
+  assert [c[c.index("--worker") + 1] for c, _ in started] == [str(k) for k in range(8)]
+
+
+def test_an_unknown_matmul_precision_stops_the_queue_in_one_line(monkeypatch, capsys):
+  monkeypatch.setenv("MONE_MATMUL_PRECISION", "fastest")
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--list"])
+  with pytest.raises(SystemExit) as exit_info:
+    train_queue.main()
+  err = capsys.readouterr().err
+  assert exit_info.value.code == 2 and "Traceback" not in err
+  assert err.strip().splitlines()[-1].endswith("MONE_MATMUL_PRECISION must be one of 'default', 'high', 'highest' "
+                                               "(or another jax_default_matmul_precision value, e.g. 'tensorfloat32'), "
+                                               "got 'fastest'")

@@ -5,30 +5,24 @@ if __name__ == "__main__":  # first, before JAX starts: glibc reads its tunables
 
 import argparse
 import logging
-import os
 
 import jax
 
+from mone import results
 from mone.data import sources
 from mone.train import loop, recipes
-
-
-def check_devices(num_devices: int, available: int) -> None:
-  """A config's num_devices against the devices this run has (0: all of them)."""
-  if not 0 <= num_devices <= available:
-    raise ValueError(f"num_devices must be in [0, {available}] on this machine (0: all devices), got {num_devices}")
+from mone.train.sharding import check_devices
 
 
 def make_workdir(workdir: str) -> None:
-  """Creates a local workdir (and its parents), or says in one line why it cannot be; a remote
-  one (gs://...) is created by the checkpointer."""
-  from mone import results
-  if not results.is_local(workdir):
-    return
-  try:
-    os.makedirs(workdir, exist_ok=True)
-  except OSError as e:
-    raise ValueError(f"--workdir {workdir!r} cannot be created: {e.strerror or e}") from None
+  """Creates a local workdir, or says in one line why it cannot be (`results.make_dir`)."""
+  results.make_dir(workdir, "--workdir")
+
+
+def refuse(parser: argparse.ArgumentParser, error: ValueError):
+  """Bad input (an override, the devices, the workdir): exit status 2 and one line naming the
+  parameter, without argparse's usage (the command line parsed; a value in it is wrong)."""
+  parser.exit(2, f"{parser.prog}: error: {error}\n")
 
 
 def main(argv=None):
@@ -51,6 +45,7 @@ def main(argv=None):
   args = parser.parse_intermixed_args(argv)
   explicit = (args.coordinator, args.num_processes, args.process_id)
   try:  # validate everything before touching the workdir
+    loop.apply_matmul_precision()  # before anything computes
     cfg = recipes.get_config(args.config, args.overrides)
     sources.check_data(cfg)
     if any(v is not None for v in explicit):
@@ -59,7 +54,7 @@ def main(argv=None):
       if args.num_processes < 1 or not 0 <= args.process_id < args.num_processes:
         raise ValueError(f"--process-id must be in [0, --num-processes={args.num_processes}), got {args.process_id}")
   except ValueError as e:
-    parser.error(str(e))
+    refuse(parser, e)
   if any(v is not None for v in explicit):
     jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
   elif args.distributed:
@@ -68,7 +63,7 @@ def main(argv=None):
     check_devices(cfg.num_devices, jax.device_count())
     make_workdir(args.workdir)
   except ValueError as e:
-    parser.error(str(e))
+    refuse(parser, e)
   logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
   logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
   metrics = loop.train(cfg, args.workdir, progress=not args.quiet)

@@ -9,6 +9,23 @@ The run writes WORKDIR/metrics.json atomically at the end and checkpoints to
 WORKDIR/checkpoints; rerunning the same command resumes from the last good checkpoint
 and ends with the same metrics an uninterrupted run would have (data order, dropout-free
 model and per-step RNG are all functions of (seed, step)).
+
+Where a run trained. Beside `device` and `versions` (`results.provenance`: the process that wrote
+the file and ran its final evaluations), metrics.json records:
+
+- `trained_on`: one part per process that trained steps of the run, first to last:
+  {"device", "matmul_precision", "from_step", "to_step"}, the steps (from_step, to_step]. A part
+  ends at the checkpoint the next part resumed from (later work was redone); the list is kept in
+  the checkpoints, so it survives any number of resumes, even on other machines. A process that
+  resumed at the last step only evaluates: it adds no part. `device` is `results.provenance`'s
+  dict; device and precision are "unrecorded" for a part that nothing describes (one trained by
+  older code, resumed from its checkpoint).
+- `matmul_precision`: the float32 matmul precision of this process: JAX's
+  `jax_default_matmul_precision` ("highest", "high", ...) or "default" where unset (every run file
+  from before it was recorded: none set it). At "default" the CPU computes float32 matmuls in full
+  float32, the same bits as "highest"; a GPU may use TF32. MONE_MATMUL_PRECISION=highest sets it
+  for a run (`apply_matmul_precision`); the queue does so on a GPU. Neither key is part of the
+  config, so neither changes a run's config hash.
 """
 import json
 import logging
@@ -64,7 +81,8 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   trained_on = [segment]
   if restored is not None:
     before = restored["history"].get("trained_on") or [{"device": "unrecorded", "matmul_precision": "unrecorded", "from_step": 0}]
-    trained_on = [*before[:-1], {**before[-1], "to_step": start}, segment]
+    # A process resumed at the last step trains nothing: it is `device`, not a part.
+    trained_on = [*before[:-1], {**before[-1], "to_step": start}] + ([segment] if start < total_steps else [])
     state = sharding.place(mesh, restored["state"], cfg.sharding)
     history = [tuple(h) for h in restored["history"]["history"]]
     curve = list(restored["history"].get("curve", []))
@@ -151,11 +169,15 @@ def _where() -> dict:
 
 def apply_matmul_precision() -> None:
   """Sets JAX's default float32 matmul precision from $MONE_MATMUL_PRECISION, where set (the
-  training commands call it first: the small profile trains a GPU at "highest", as the CPU
-  computes)."""
+  training commands call it before anything computes: the small profile trains a GPU at
+  "highest", as the CPU computes). A value JAX does not know is a one-line ValueError."""
   import os
   if value := os.environ.get("MONE_MATMUL_PRECISION"):
-    jax.config.update("jax_default_matmul_precision", value)
+    try:
+      jax.config.update("jax_default_matmul_precision", value)
+    except ValueError:
+      raise ValueError(f"MONE_MATMUL_PRECISION must be one of 'default', 'high', 'highest' (or another "
+                       f"jax_default_matmul_precision value, e.g. 'tensorfloat32'), got {value!r}") from None
 
 
 CURVE_TRAIN_EXAMPLES = 2000  # the fixed training images a learning curve scores

@@ -7,13 +7,19 @@ from jax.sharding import PartitionSpec as P
 from mone.train.recipes import TrainConfig
 
 
+def check_devices(num_devices: int, available: int) -> None:
+  """A config's num_devices against the devices this run has (0: all of them): the training
+  commands check it before they write anything."""
+  if not 0 <= num_devices <= available:
+    raise ValueError(f"num_devices must be in [0, {available}] on this machine (0: all devices), got {num_devices}")
+
+
 def make_mesh(cfg: TrainConfig) -> Mesh:
   """A 1-D data-parallel mesh over cfg.num_devices devices (0 = all of them). In a multi-process
   run (`jax.distributed`) it spans every process's devices: num_devices must be 0 or all."""
   devices = jax.devices()
+  check_devices(cfg.num_devices, len(devices))
   n = cfg.num_devices or len(devices)
-  if n > len(devices):
-    raise ValueError(f"num_devices={n} but only {len(devices)} devices are available")
   if jax.process_count() > 1 and n != len(devices):
     raise ValueError(f"num_devices={cfg.num_devices}: a multi-process run uses every process's devices "
                      f"(num_devices=0 or {len(devices)})")
