@@ -284,3 +284,126 @@ def test_replace_block_rewrites_only_between_the_markers(tmp_path):
   before = page
   claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   assert (tmp_path / "v.md").read_text() == before  # a rerun changes nothing
+
+
+def test_the_tallies_count_each_kind_of_claim_apart_on_the_landing_page_and_in_each_chapter(tmp_path, monkeypatch):
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  cs = [claims.trained("fig9.a", "c", "p", _seeds([3.0, 4.0, 5.0]), relation="beats", tolerance=0.0),
+        claims.trained("fig9.b", "c", "p", _seeds([3.0, -4.0, 5.0]), relation="beats", tolerance=0.0),
+        claims.arithmetic("fig9.c", "c", 1.0, 1.0), claims.timing("fig9.d", "c", "-", 0.5, target=0.9)]
+  assert claims.chapter_counts(cs) == "trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced"
+  assert claims.chapter_counts(cs[2:]) == "arithmetic: 1 reproduced; timing: 1 not reproduced"  # kinds it lacks: left out
+  tally = claims.counts_by_kind(cs)
+  assert tally == ("Trained comparisons (2): 1 reproduced, 1 inconclusive. "
+                   "Arithmetic checks (1; they hold by construction: FLOPs, budgets): 1 reproduced. "
+                   "Timing targets (1; set by this repository, not by the paper): 1 not reproduced.")
+  claims.write(cs, "09_figure9")
+  page = claims.landing_page()
+  assert "09_figure9>`**: trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced\n" in page
+  assert "Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2 with 3 or more seeds" in page
+
+
+def test_welch_ci_is_scipys_unpaired_interval():
+  rng = np.random.default_rng(1)
+  for na, nb in ((3, 3), (4, 7), (2, 5)):
+    a, b = rng.normal(70, 2, na), rng.normal(68, 5, nb)
+    mean, low, high = claims.welch_ci(a, b)
+    ref = scipy.stats.ttest_ind(a, b, equal_var=False)
+    assert mean == pytest.approx(a.mean() - b.mean())
+    assert (low, high) == pytest.approx(tuple(ref.confidence_interval(0.95)))
+    assert claims.welch(a, b)[2] == pytest.approx(ref.df)
+    assert claims.welch_ci(a, b, level=0.9)[1:] == pytest.approx(tuple(ref.confidence_interval(0.9)))
+  assert claims.welch_ci([1.0, 1.0], [0.0, 0.0]) == (1.0, 1.0, 1.0)  # no spread: a point
+  assert np.isnan(claims.welch_ci([1.0], [0.0, 2.0])[1])
+  with pytest.raises(ValueError, match="a and b must be non-empty"):
+    claims.welch_ci([], [1.0])
+  with pytest.raises(ValueError, match="at least 2 numbers"):
+    claims.welch([1.0], [1.0, 2.0])
+
+
+def test_each_family_of_claims_is_paired_or_not_by_its_design():
+  assert claims.pairing("fig5.video_gentler_than_images")[0] == "welch"
+  assert claims.pairing("fig5.video.steeper_high_to_low")[0] == "paired"  # the longest prefix wins
+  assert claims.pairing("fig4.temporal.mone_no_drop")[1].startswith("video models")
+  assert claims.pairing("nofamily.x") == claims.PAIRING_DEFAULT
+  # Every trained claim of every chapter belongs to a family that states its design.
+  from mone import results
+  ids = [c["id"] for cs in claims.load(results.RESULTS).values() for c in cs if c["kind"] == "trained"]
+  assert ids and [i for i in ids if not any(i.startswith(p) for p in claims.PAIRING)] == []
+
+
+def test_a_claim_records_its_interval_its_arms_and_their_correlation():
+  mone, base = _seeds([71.0, 69.0, 72.5, 70.0]), _seeds([70.2, 68.5, 71.0, 69.9])
+  c = claims.trained("fig3.x", "c", "p", mone, base, relation="matches", tolerance=1.0)
+  assert c["test"] == "paired" and c["test_why"] == claims.pairing("fig3.x")[1]
+  assert c["per_seed_mone"] == list(mone.values()) and c["per_seed_baseline"] == list(base.values())
+  assert c["arm_correlation"] == pytest.approx(np.corrcoef(list(mone.values()), list(base.values()))[0, 1], abs=1e-4)
+  assert c["ci95"] == pytest.approx(list(claims.paired_ci(np.subtract(list(mone.values()), list(base.values())))[1:]), abs=1e-3)
+  # The unpaired family: Welch's interval over the same seeds, and the verdict it gives.
+  w = claims.trained("fig5.video_gentler_than_images", "c", "p", mone, base, relation="matches", tolerance=1.0)
+  _, low, high = claims.welch_ci(list(mone.values()), list(base.values()))
+  assert w["test"] == "welch" and w["ci95"] == pytest.approx([low, high], abs=1e-3)
+  assert w["verdict"] == claims.decide("matches", low, high, 1.0) and w["measured"] == pytest.approx(c["measured"])
+  assert "(Welch, unpaired)" in claims.markdown_table([w]) and "(Welch" not in claims.markdown_table([c])
+  # Given only its differences, the unpaired family is decided paired, and says so.
+  d = claims.trained("fig5.video_gentler_than_images", "c", "p", _seeds([1.0, 2.0, 3.0]), relation="beats", tolerance=0.0)
+  assert d["test"] == "paired" and "still decided paired" in d["test_why"] and d["ci95"] == pytest.approx(
+      list(claims.paired_ci([1.0, 2.0, 3.0])[1:]), abs=1e-3)
+  # Differences alone carry no arms; fewer than 3 seeds or an arm that does not vary: no correlation.
+  assert "arm_correlation" not in claims.trained("fig3.y", "c", "p", _seeds([1.0, 2.0, 3.0]), relation="beats", tolerance=0.0)
+  assert claims.arm_correlation([1.0, 2.0], [2.0, 1.0]) is None and claims.arm_correlation([1.0, 2.0, 3.0], [5.0] * 3) is None
+  assert claims.arm_correlation([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+  # The landing page says which claims are unpaired, and why, and the arms' median correlation.
+  text = claims.pairing_sentence([c, w])
+  assert "Welch's unpaired interval for `fig5.video_gentler_than_images`, since image and video models" in text
+  assert f"median r of {np.median([c['arm_correlation'], w['arm_correlation']]):+.2f} over the 2 claims" in text
+  assert "still decided paired" not in text and "still decided paired" in claims.pairing_sentence([c, d])
+
+
+def test_a_seed_pairs_the_video_arms_and_the_router_variants_too():
+  # The premise of `claims.PAIRING` for the video families (Figure 4, Table 1) and Figure 6's router
+  # variants: for one seed, the arms start from the same weights wherever they share a parameter,
+  # with one exception that the fig4 family's reason names (MoNE-ViViT's alpha takes the draw
+  # before the temporal position embedding). Small models: what is compared is how keys are drawn.
+  import jax.numpy as jnp
+  from flax import traverse_util
+
+  from mone.train import recipes, steps
+
+  def init(base, **overrides):
+    cfg = recipes.apply_overrides(base, overrides)
+    params = steps.init_params(cfg, steps.build_model(cfg), jnp.zeros(steps.input_shape(cfg)))
+    return traverse_util.flatten_dict(params, sep="/")
+
+  def differ(a, b):
+    assert set(a) <= set(b) or set(b) <= set(a)
+    return sorted(k for k in set(a) & set(b) if not np.array_equal(a[k], b[k]))
+
+  small = {"model.depth": 2, "model.temporal_depth": 1}
+  video = recipes.moving_temporal()
+  vivit = init(video, kind="vit", **small)
+  mone = init(video, kind="mone", e_c=0.4, **small)
+  assert differ(vivit, init(video, kind="matvit", **small)) == []
+  assert differ(vivit, mone) == ["temporal_pos_embedding"]
+  for overrides in ({"model.router": "random"}, {"allocation": "greedy"}, {"allocation": "proportionate"}):
+    assert differ(mone, init(video, kind="mone", e_c=0.4, **small, **overrides)) == [], overrides
+  assert differ(vivit, init(video, kind="vit", seed=1, **small)) != []  # another seed: other weights
+  image = recipes.smoke()
+  first = init(image, kind="mone", e_c=0.3)
+  for overrides in ({"model.router_layer": 1}, {"model.num_routers": 2}):
+    assert differ(first, init(image, kind="mone", e_c=0.3, **overrides)) == [], overrides
+
+
+def test_the_readme_is_left_alone_without_its_markers(tmp_path, capsys):
+  from mone import results
+  for path in results.RESULTS.glob("*/claims.json"):  # the committed claims, all the landing step reads
+    (tmp_path / "results" / path.parent.name).mkdir(parents=True)
+    (tmp_path / "results" / path.parent.name / "claims.json").write_text(path.read_text())
+  readme = tmp_path / "README.md"
+  readme.write_text("# MoNE\n\nNo answer block here.\n")
+  stamp = readme.stat().st_mtime_ns
+  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
+  assert readme.read_text() == "# MoNE\n\nNo answer block here.\n" and readme.stat().st_mtime_ns == stamp
+  assert capsys.readouterr() == ("", "")
+  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(tmp_path / "missing.md")])
+  assert not (tmp_path / "missing.md").exists()

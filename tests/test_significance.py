@@ -45,6 +45,33 @@ def test_seeds_to_decide_matches_the_t_interval_at_the_observed_spread():
   assert significance.seeds_to_decide(30.0, 1.0, "beats", 0.0) == 3
 
 
+@pytest.mark.parametrize("relation,tolerance", [("beats", 0.0), ("matches", 1.0)])
+def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tolerance):
+  # A family unpaired by design: p < 0.05 exactly when Welch's interval decides the verdict, the
+  # p-value is scipy's Welch test, and the seeds that decide it are Welch's too.
+  rng = np.random.default_rng(2)
+  checked = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0}
+  for _ in range(300):
+    n = int(rng.integers(3, 7))
+    a, b = rng.normal(rng.normal(0, 3), rng.uniform(0.3, 3), n), rng.normal(0, rng.uniform(0.3, 3), n)
+    a, b = np.round(a, 2), np.round(b, 2)  # as accuracies in points: claims.json keeps them exactly (4 digits)
+    c = claims.trained("fig5.video_gentler_than_images", "c", "p", dict(enumerate(a)), dict(enumerate(b)),
+                       relation=relation, tolerance=tolerance)
+    assert c["test"] == "welch"
+    mean, se, df = significance.interval(c)
+    assert (mean, df) == pytest.approx((a.mean() - b.mean(), claims.welch(a, b)[2]), rel=1e-9)
+    if c["verdict"] == "not reproduced" and relation == "beats":
+      continue  # ruled out at high <= tolerance, tested paired above
+    (got,) = significance.annotate({"05": [c]})["05"]
+    assert (got["p_value"] < 0.05) == (c["verdict"] != "inconclusive"), (c["verdict"], got["p_value"], c["ci95"])
+    if relation == "beats" and c["verdict"] == "reproduced":
+      assert got["p_value"] == pytest.approx(2 * scipy.stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue, rel=1e-3)
+    if got["seeds_to_decide"] is not None:  # today's seeds decide it exactly when the estimate says so
+      assert (got["seeds_to_decide"] <= n) == (c["verdict"] != "inconclusive")
+    checked[c["verdict"]] += 1
+  assert checked["reproduced"] and checked["inconclusive"], checked
+
+
 def test_annotate_adds_p_seeds_and_a_familywise_verdict_to_trained_claims_only():
   strong = claims.trained("a", "beats", "p", {0: 5.0, 1: 5.2, 2: 4.9, 3: 5.1}, relation="beats", tolerance=0.0)
   weak = claims.trained("b", "beats", "p", {0: 1.0, 1: 3.0, 2: 0.5}, relation="beats", tolerance=0.0)
@@ -58,7 +85,7 @@ def test_annotate_adds_p_seeds_and_a_familywise_verdict_to_trained_claims_only()
 
 
 def test_a_seed_pairs_every_arm_by_design_same_initial_shared_weights_and_data_order():
-  # What makes every family of claims paired (significance.TEST): for one seed, every model kind
+  # What makes the image families of claims paired (`claims.PAIRING`): for one seed, every model kind
   # starts from the same weights wherever its parameters are the dense ViT's, and sees the same batches.
   import jax.numpy as jnp
   from flax import traverse_util

@@ -6,10 +6,11 @@ rendered from those files (`markdown_table`, `landing_page`), so no verdict is t
 
 A claim is decided by one of three functions, one per kind of evidence:
 
-* `trained`: a comparison between trained models. It is decided only from paired seeds (the
-  same seed, hence the same initialisation and data order, in both arms): the per-seed
-  differences give a t-based 95% confidence interval, and with fewer than `MIN_SEEDS` seeds
-  the verdict is "inconclusive", whatever the point estimate. Three relations:
+* `trained`: a comparison between trained models over seeds: a t-based 95% confidence
+  interval of MoNE minus the baseline, and with fewer than `MIN_SEEDS` seeds the verdict is
+  "inconclusive", whatever the point estimate. The interval is paired (the per-seed
+  differences, `paired_ci`) or unpaired (Welch's, `welch_ci`) as the claim's family is
+  designed (`PAIRING`, below), never as the numbers would decide it. Three relations:
 
   - "matches": reproduced when the CI lies inside [-tolerance, +tolerance];
   - "no_worse": reproduced when the CI lies above -tolerance ("without any accuracy drop");
@@ -23,6 +24,22 @@ A claim is decided by one of three functions, one per kind of evidence:
 * `timing`: a wall-clock measurement against a target, inconclusive within the run-to-run
   noise (`margin`) of one benchmark run.
 
+Paired or unpaired, by design. Pairing by seed is justified where a seed gives both arms what
+they share: the same data order (`mone.data.pipeline.train_batches` draws batches from the seed
+and the step alone) and the same initial weights for every parameter both have (a Flax model
+draws a parameter from the seed and its path), or where both quantities are measured on the same
+trained model. A paired interval is valid whatever the arms' correlation; it gains where they
+correlate. Welch's interval assumes independent arms, which holds only where a seed shares
+nothing between them. `PAIRING` states the choice and its reason for each family of claims (an
+id prefix), and `trained` records both (`test`, `test_why`) with, where it has both arms, their
+values per seed and their correlation across seeds (`arm_correlation`, for information: it
+decides nothing). tests/test_claims.py and tests/test_significance.py check the premises: the
+initial weights of every pair of model kinds compared, and the batch order. A pair trained on
+two devices keeps both premises but not the arithmetic: a run retrained on another device
+differs from its original about as much as a run at another seed (`mone.chapters.devices`), so
+there pairing gains little, though the paired interval stays valid; `plan.reading` reads a run's
+CPU twin where the single-device reading is in force.
+
 `not_testable` records a claim this profile cannot test, with the reason. Baselines with an
 accuracy-FLOPs curve are compared at MoNE's FLOPs with `at_flops`, which interpolates only
 where the curve brackets the point (no extrapolation).
@@ -34,7 +51,7 @@ from pathlib import Path
 KINDS = ("trained", "arithmetic", "timing")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not testable")
 RELATIONS = ("matches", "no_worse", "beats")
-MIN_SEEDS = 3  # fewer paired seeds than this: a trained comparison is inconclusive
+MIN_SEEDS = 3  # fewer seeds than this: a trained comparison is inconclusive
 FIELDS = ("id", "claim", "paper", "measured", "kind", "n_seeds", "ci95", "tolerance", "verdict")
 _DIGITS = 4  # significant digits kept in claims.json: enough for every comparison made here
 
@@ -79,6 +96,82 @@ def paired_ci(diffs, level: float = 0.95) -> tuple[float, float, float]:
   return mean, mean - half, mean + half
 
 
+def welch(a, b) -> tuple[float, float, float]:
+  """(mean(a) - mean(b), its standard error, Welch-Satterthwaite degrees of freedom) of two
+  independent samples of at least 2 values each. Identical values in both: standard error 0,
+  degrees of freedom len(a) + len(b) - 2 (the interval is then a point)."""
+  import numpy as np
+  a, b = np.asarray(list(a), float), np.asarray(list(b), float)
+  if a.ndim != 1 or b.ndim != 1 or min(len(a), len(b)) < 2:
+    raise ValueError(f"a and b must be lists of at least 2 numbers, got {len(a)} and {len(b)} values")
+  va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+  se = float(np.sqrt(va + vb))
+  df = float((va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))) if se > 0 else len(a) + len(b) - 2.0
+  return float(a.mean() - b.mean()), se, df
+
+
+def welch_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
+  """(mean, low, high) of Welch's t-based confidence interval of mean(a) - mean(b), for two
+  independent samples (unpaired); with fewer than 2 values in an arm the interval is unbounded (NaN)."""
+  import numpy as np
+  import scipy.stats
+  if not 0 < level < 1:
+    raise ValueError(f"level must be in (0, 1), got {level}")
+  a, b = list(a), list(b)
+  if not a or not b:
+    raise ValueError(f"a and b must be non-empty lists of numbers, got {a!r} and {b!r}")
+  if min(len(a), len(b)) < 2:
+    return float(np.mean(a) - np.mean(b)), float("nan"), float("nan")
+  mean, se, df = welch(a, b)
+  half = float(scipy.stats.t.ppf(0.5 + level / 2, df) * se)
+  return mean, mean - half, mean + half
+
+
+# Paired or Welch, per family of claims (the longest id prefix that matches), by design; see the
+# module doc. A claim of no family here is paired: its caller pairs the seeds (a test checks that
+# every chapter's claims belong to a family).
+_SAME_SEED = ("the same seed gives both arms the same data order and identical initial weights for every "
+              "parameter they share (tested)")
+_WITHIN = ("paired", "both quantities are measured on the same trained model and evaluation data of each seed")
+PAIRING = {
+    "fig1.": _WITHIN,
+    "fig3.": ("paired", f"image models (ViT, MatViT, MoD, MoNE): {_SAME_SEED}"),
+    "fig4.": ("paired", "video models (ViViT, MatViViT, MoNE): the same seed gives both arms the same data order and "
+              "identical initial weights for every parameter they share but the temporal position embedding, which "
+              "MoNE's extra parameter alpha moves to the next random draw (tested); sharing the rest, the arms are not "
+              "the independent samples Welch's interval assumes, and a paired interval holds whatever their correlation"),
+    "fig5.": ("paired", "a contrast within the same trained models of each seed (their drops at other budgets), or the "
+              f"adaptive MoNE against the fixed one: {_SAME_SEED}"),
+    "fig5.video_gentler_than_images": ("welch", "image and video models are trained on other data with other "
+                                       "architectures: a seed number shares nothing between them, so the arms are "
+                                       "independent samples"),
+    "fig6.": ("paired", f"MoNE against MoNE (router placement, count, learned or random): {_SAME_SEED}"),
+    "fig7.images.full_tokens_on_object": _WITHIN,
+    "fig7.images.learned_beats_random_router": ("paired", f"MoNE with a learned and with a random router: {_SAME_SEED}"),
+    "fig7.video.": _WITHIN,
+    "table1.": ("paired", f"MoNE under other capacity allocations on one video task: {_SAME_SEED}"),
+}
+PAIRING_DEFAULT = ("paired", "the caller pairs the seeds")
+
+
+def pairing(claim_id: str) -> tuple[str, str]:
+  """(test, why) of a claim's family in `PAIRING` (the longest matching id prefix), else
+  `PAIRING_DEFAULT`."""
+  family = max((p for p in PAIRING if claim_id.startswith(p)), key=len, default=None)
+  return PAIRING[family] if family else PAIRING_DEFAULT
+
+
+def interval_test(claim_id: str, both_arms: bool = True) -> tuple[str, str]:
+  """(test, why) of the interval that decides a claim: its family's (`pairing`), except that
+  Welch's needs both arms' values, so a claim given only per-seed differences is still decided
+  paired, and says so."""
+  test, why = pairing(claim_id)
+  if test == "welch" and not both_arms:
+    return "paired", (f"{why}: the design calls for Welch's unpaired interval, but the chapter gives only the "
+                      "per-seed differences, so it is still decided paired")
+  return test, why
+
+
 def decide(relation: str, low: float, high: float, tolerance: float) -> str:
   """The verdict of a CI [low, high] of (MoNE - baseline) for a relation (see the module doc)."""
   if relation not in RELATIONS:
@@ -97,17 +190,20 @@ def decide(relation: str, low: float, high: float, tolerance: float) -> str:
 def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None, *,
             relation: str, tolerance: float, unit: str = "points", learned: bool = True,
             note: str = "") -> dict:
-  """A claim comparing trained models over paired seeds.
+  """A claim comparing trained models over seeds (paired or not: `PAIRING`).
 
-  mone, baseline: {seed: value} for the two arms (e.g. accuracy in %); the paired difference
-  is mone[s] - baseline[s] over the seeds both have. baseline=None: `mone` already holds the
-  per-seed differences (for claims whose quantity is itself a contrast, e.g. a drop).
-  learned=False: some compared run never left the chance plateau; the claim is then
-  inconclusive whatever the numbers (a model that learned nothing tests no method).
-  measured is the mean difference, in `unit`.
+  mone, baseline: {seed: value} for the two arms (e.g. accuracy in %), over the seeds both
+  have; the difference is mone[s] - baseline[s]. baseline=None: `mone` already holds the
+  per-seed differences (for claims whose quantity is itself a contrast, e.g. a drop); a family
+  compared unpaired (`PAIRING`) needs both arms: given only differences, it is still decided
+  paired, and `test_why` says so. learned=False: some compared run never left the
+  chance plateau; the claim is then inconclusive whatever the numbers (a model that learned
+  nothing tests no method). measured is the mean difference, in `unit`.
   """
   if not isinstance(mone, dict) or not mone:
     raise ValueError(f"mone must be a non-empty {{seed: value}} dict, got {mone!r}")
+  test, test_why = interval_test(id, both_arms=baseline is not None)
+  arms = {}
   if baseline is None:
     seeds = sorted(mone)
     diffs = [float(mone[s]) for s in seeds]
@@ -115,8 +211,11 @@ def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None
     seeds = sorted(set(mone) & set(baseline))
     if not seeds:
       raise ValueError(f"no seed in common: mone has {sorted(mone)}, baseline {sorted(baseline)}")
-    diffs = [float(mone[s]) - float(baseline[s]) for s in seeds]
-  mean, low, high = paired_ci(diffs)
+    a, b = [float(mone[s]) for s in seeds], [float(baseline[s]) for s in seeds]
+    diffs = [x - y for x, y in zip(a, b)]
+    arms = {"per_seed_mone": a, "per_seed_baseline": b, "arm_correlation": arm_correlation(a, b)}
+  # Welch over the seeds both arms have, as the paired interval: one set of seeds per claim.
+  mean, low, high = welch_ci(arms["per_seed_mone"], arms["per_seed_baseline"]) if test == "welch" else paired_ci(diffs)
   ci = None if math.isnan(low) else [low, high]
   if not learned:
     verdict, why = "inconclusive", "a compared run never left the chance plateau"
@@ -125,7 +224,18 @@ def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None
   else:
     verdict, why = decide(relation, low, high, tolerance), ""
   return _claim(id, claim, paper, mean, "trained", len(seeds), ci, tolerance, verdict, relation=relation,
-                unit=unit, seeds=seeds, per_seed=diffs, why=why, note=note)
+                unit=unit, seeds=seeds, per_seed=diffs, why=why, note=note, test=test, test_why=test_why, **arms)
+
+
+def arm_correlation(a, b) -> float | None:
+  """Pearson's correlation of the two arms' values across seeds: what pairing gains (a paired
+  interval is narrower than Welch's where it is positive). None with fewer than 3 seeds (two
+  points always correlate fully) or an arm that does not vary. For information only."""
+  import numpy as np
+  a, b = np.asarray(a, float), np.asarray(b, float)
+  if len(a) < 3 or a.std() == 0 or b.std() == 0:
+    return None
+  return float(np.corrcoef(a, b)[0, 1])
 
 
 def arithmetic(id: str, claim: str, paper, measured: float, *, tolerance: float = 0.0,
@@ -262,7 +372,7 @@ def _ours(c) -> str:
   `mone.chapters.significance`), or why the claim is undecided."""
   out = _fmt(c["measured"], c.get("unit", ""))
   if c.get("ci95"):
-    out += f", 95% CI {_ci(c)}"
+    out += f", 95% CI {_ci(c)}" + (" (Welch, unpaired)" if c.get("test") == "welch" else "")
   if c["n_seeds"]:
     out += f", {c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)}"
   if c.get("p_value") is not None:
@@ -278,7 +388,7 @@ def _ours(c) -> str:
 def markdown_table(claims: list[dict], link: str | None = None) -> str:
   """A Markdown (MyST) table of claims, the verdict first: verdict, family-wise verdict (Holm over
   every trained claim, `mone.chapters.significance`), claim (with its id), the paper's number,
-  ours (with the 95% CI of the paired difference, the seeds and the p-value). link: the chapter's document path, for the landing page (each
+  ours (with the 95% CI of the difference, the seeds and the p-value). link: the chapter's document path, for the landing page (each
   id then links to its chapter with a {doc} role)."""
   head = "| Verdict | Family-wise | Claim | Paper | Ours |\n| --- | --- | --- | --- | --- |\n"
   rows = []
@@ -290,8 +400,10 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
   return head + "\n".join(rows) + "\n"
 
 
-KIND_LABEL = {"trained": "Trained comparisons", "arithmetic": "Arithmetic checks (hold by construction: FLOPs, budgets)",
-              "timing": "Timing targets (set by this repository, not the paper)"}
+# Each kind of claim, as the tallies name it: (label, an aside after its count)
+KIND_LABEL = {"trained": ("Trained comparisons", ""),
+              "arithmetic": ("Arithmetic checks", "; they hold by construction: FLOPs, budgets"),
+              "timing": ("Timing targets", "; set by this repository, not by the paper")}
 
 
 def counts_by_kind(claims: list[dict]) -> str:
@@ -303,7 +415,8 @@ def counts_by_kind(claims: list[dict]) -> str:
     cs = [c for c in claims if c["kind"] == kind]
     if not cs:
       continue
-    line = f"{KIND_LABEL[kind]} ({len(cs)}): {counts(cs)}"
+    label, aside = KIND_LABEL[kind]
+    line = f"{label} ({len(cs)}{aside}): {counts(cs)}"
     fw = [c for c in cs if "verdict_familywise" in c]
     if fw:
       n = {v: sum(c["verdict_familywise"] == v for c in fw) for v in VERDICTS}
@@ -311,6 +424,13 @@ def counts_by_kind(claims: list[dict]) -> str:
                + ", ".join(f"{k} {v}" for v, k in n.items() if k))
     parts.append(line + ".")
   return " ".join(parts)
+
+
+def chapter_counts(claims: list[dict]) -> str:
+  """A chapter's tally by kind of claim, short, trained claims first: 'trained: 2 reproduced,
+  1 inconclusive; arithmetic: 2 reproduced' (a chapter heading's line on the landing page)."""
+  return "; ".join(f"{KIND_LABEL[k][0].split()[0].lower()}: {counts(cs)}"
+                   for k in KINDS if (cs := [c for c in claims if c["kind"] == k]))
 
 
 def counts(claims: list[dict]) -> str:
@@ -353,8 +473,9 @@ def answer(claims: list[dict]) -> str:
 
 
 def landing_figure(claims: list[dict], path) -> None:
-  """The landing page's figure: every trained comparison's mean paired difference (MoNE minus
-  the baseline, in points) with its 95% CI, coloured by verdict, and the band or threshold its
+  """The landing page's figure: every trained comparison's mean difference (MoNE minus
+  the baseline, in points) with its 95% CI, coloured by verdict (the mean hollow where the
+  family-wise verdict, `significance.annotate`, does not keep it), and the band or threshold its
   claim must clear. matplotlib is imported here only: the book's environment has none and
   only references the committed figure."""
   import matplotlib
@@ -367,7 +488,8 @@ def landing_figure(claims: list[dict], path) -> None:
   for y, c in enumerate(reversed(cs)):
     lo, hi = c["ci95"]
     ax.plot([lo, hi], [y, y], color=colour[c["verdict"]], lw=2.5, solid_capstyle="butt")
-    ax.plot(c["measured"], y, "o", color=colour[c["verdict"]], ms=5)
+    lost = c.get("verdict_familywise", c["verdict"]) != c["verdict"]  # decided alone, not family-wise
+    ax.plot(c["measured"], y, "o", color=colour[c["verdict"]], ms=6 if lost else 5, mfc="white" if lost else None)
     tol = c["tolerance"]
     if c["relation"] == "matches":
       ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
@@ -375,9 +497,11 @@ def landing_figure(claims: list[dict], path) -> None:
       ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
   ax.axvline(0, color="k", lw=0.8)
   ax.set_yticks(range(len(cs)), [c["id"] for c in reversed(cs)], fontsize=8)
-  ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over paired seeds")
+  ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over seeds")
   for v, col in colour.items():
     ax.plot([], [], color=col, lw=2.5, label=v)
+  if any(c.get("verdict_familywise", c["verdict"]) != c["verdict"] for c in cs):
+    ax.plot([], [], "o", color="0.3", mfc="white", label="not kept family-wise (Holm, 5%)")
   ax.fill_between([], [], color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie")
   ax.legend(fontsize=8, loc="upper right")
   ax.set_title("Every trained claim of the small profile", fontsize=10)
@@ -402,32 +526,56 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
   everything = [c for cs in chapters.values() for c in cs]
   out = []
   if figure:
-    out.append(f"![Every trained claim: mean paired difference and 95% CI, by verdict]({figure})\n")
+    out.append(f"![Every trained claim: mean difference and 95% CI, by verdict]({figure})\n")
   out.append(answer(everything) + "\n")
   out.append(f"{counts_by_kind(everything)}\n")
   if figure:  # beside it, what more seeds would do (`significance.power_figure`)
     power = figure.replace(LANDING_FIGURE, significance.POWER_FIGURE)
-    out.append(f"How many paired seeds each claim needs at its spread today (`seeds_to_decide` in the tables): the CI's "
+    out.append(f"How many seeds each claim needs at its spread today (`seeds_to_decide` in the tables): the CI's "
                f"half-width against the number of seeds, and the half-width that would decide it if its mean held.\n\n"
-               f"![The 95% CI's half-width against the number of paired seeds, per trained claim]({power})\n")
+               f"![The 95% CI's half-width against the number of seeds, per trained claim]({power})\n")
   out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
-             f"A trained comparison is decided from paired seeds (the 95% CI of MoNE minus the baseline); with fewer than "
-             f"{MIN_SEEDS} seeds it is inconclusive. Pairing is the design of every family of claims: "
-             f"{significance.TEST_WHY}. The family-wise verdict keeps a verdict only where Holm's procedure over "
-             "every trained claim keeps its test (`mone.chapters.significance`).\n")
+             f"A trained comparison is decided from its seeds (the 95% CI of MoNE minus the baseline); with fewer than "
+             f"{MIN_SEEDS} seeds it is inconclusive. {pairing_sentence(everything)} The family-wise verdict keeps a "
+             "verdict only where Holm's procedure over every trained claim keeps its test (`mone.chapters.significance`).\n")
   for chapter, cs in chapters.items():
-    out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {counts(cs)}\n")
+    out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {chapter_counts(cs)}\n")
     if caveats.get(chapter):
       out.append(_caveat_lines(caveats[chapter]).rstrip("\n") + "\n")
     out.append(markdown_table(cs, link=f"{doc_prefix}{chapter}"))
   return "\n".join(out)
 
 
+def pairing_sentence(claims: list[dict]) -> str:
+  """How the trained claims' intervals pair their seeds (`PAIRING`): the rule, the claims whose
+  interval is unpaired (`test` 'welch') and why, those whose design calls for it but whose chapter
+  gave only differences, and the arms' median correlation across seeds where claims record it."""
+  welch, pending = {}, []  # as the claims record it: the interval each claim's verdict rests on
+  for c in claims:
+    if c["kind"] == "trained" and c.get("test") == "welch":
+      welch.setdefault(c["test_why"], []).append(f"`{c['id']}`")
+    elif c["kind"] == "trained" and pairing(c["id"])[0] == "welch":
+      pending.append(f"`{c['id']}`")
+  out = ("Paired or unpaired is decided by the design of each family of claims, never by which interval decides "
+         "(`claims.PAIRING`): paired where a seed gives both arms the same data order and identical initial weights "
+         "for the parameters they share, or where both quantities come from one trained model")
+  out += "; " + "; ".join(f"Welch's unpaired interval for {', '.join(v)}, since {why}" for why, v in welch.items()) if welch else ""
+  if pending:
+    out += (f". The design of {', '.join(pending)} calls for Welch's unpaired interval (its arms share nothing through "
+            "their seed), but its chapter records only the per-seed differences: it is still decided paired")
+  rs = [c["arm_correlation"] for c in claims if c.get("arm_correlation") is not None]
+  if rs:
+    import numpy as np
+    out += (f". For information, the arms correlate across seeds with a median r of {float(np.median(rs)):+.2f} over the "
+            f"{len(rs)} claims whose chapters record both arms (`arm_correlation` in claims.json)")
+  return out + "."
+
+
 def readme_block(root: Path | None = None) -> str:
   """The README's answer, between its `<!-- answer:start -->` and `<!-- answer:end -->` lines."""
   from mone.chapters import significance
   everything = [c for cs in significance.annotate(load(root)).values() for c in cs]
-  return (f"![Every trained claim: mean paired difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
+  return (f"![Every trained claim: mean difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
           f"{answer(everything)}\n\n{counts_by_kind(everything)} Every claim, with its CI, p-value and chapter: "
           "[the book's landing page](book/intro.md).\n")
 
@@ -481,6 +629,8 @@ def summary(claims: list[dict]) -> str:
       detail += f", 95% CI {_ci(c)}"
     if c.get("per_seed"):
       detail += f", per seed ({', '.join(map(str, c['seeds']))}): {', '.join(f'{d:+.2f}' for d in c['per_seed'])}"
+    if c.get("arm_correlation") is not None:
+      detail += f", arms' correlation across seeds r = {c['arm_correlation']:+.2f}"
     if c.get("why"):
       detail += f"; {c['why']}"
     lines.append(f"{c['verdict'].upper():15s} {c['id']}: {detail}")

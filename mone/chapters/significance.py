@@ -1,10 +1,12 @@
 """How strong each trained verdict is: its p-value, a family-wise verdict over every trained
-claim, and how many paired seeds would decide it.
+claim, and how many seeds would decide it.
 
-`mone.chapters.claims` decides a trained claim from the two-sided 95% t-interval of its paired
-differences (n - 1 degrees of freedom). Each p-value here is the one of the test that interval
-performs, so that p < 0.05 exactly when the interval gives the verdict (T is Student's t with
-n - 1 degrees of freedom, t(x) = (mean - x) / (s / sqrt(n))):
+`mone.chapters.claims` decides a trained claim from a two-sided 95% t-interval of MoNE minus the
+baseline: paired (the per-seed differences: standard error s / sqrt(n), n - 1 degrees of freedom)
+or, where the claim's family is unpaired by design (`claims.PAIRING`), Welch's (the two arms'
+standard errors, Welch-Satterthwaite degrees of freedom); `interval` gives either. Each p-value
+here is the one of the test that interval performs, so that p < 0.05 exactly when the interval
+gives the verdict (T is Student's t with the interval's degrees of freedom, t(x) = (mean - x) / se):
 
 * "beats" (reproduced when the CI lies above 0): p = 2 P(T >= t(0)); ruled out (not
   reproduced) when the CI lies below the tolerance: p = 2 P(T <= t(tolerance)).
@@ -24,8 +26,8 @@ p-value (Holm's step-down: the k-th smallest p is compared with 0.05 / (m - k + 
 fails); `verdict_familywise` keeps a claim's verdict where Holm keeps its test, else it is
 inconclusive. The per-claim verdicts are unchanged: the book shows both.
 
-`seeds_to_decide` is a power estimate: the fewest paired seeds (from 3 to 20) at which the same
-t-interval would decide the claim if its mean and paired standard deviation held; None past 20.
+`seeds_to_decide` is a power estimate: the fewest seeds (from 3 to 20) at which the same
+t-interval would decide the claim if its mean and spread held; None past 20.
 """
 import math
 
@@ -34,51 +36,49 @@ import scipy.stats
 
 from mone.chapters import claims as claims_lib
 
-# Paired or unpaired, decided by the design, once for every family of claims, never per claim by
-# which one decides. Every trained claim here compares arms trained with the same seed, and a seed
-# fixes both what pairing needs: the data order (batches are a function of seed and step,
-# `mone.data.pipeline.train_batches`) and the initialisation of every parameter the arms share (the
-# same key initialises a ViT, MatViT, MoD and MoNE, learned or random router, to identical shared
-# weights: tested). So every family is paired, but one (UNPAIRED_BY_DESIGN). A pair trained on two devices loses that: a run
-# retrained on another device differs from its original about as much as a run at another seed
-# (`mone.chapters.devices`), which is why the seed plan keeps every pair on one device.
-TEST = "paired"
-TEST_WHY = ("the same seed gives both arms the same data order and identical initial weights for every "
-            "parameter they share (tested), so each seed is a pair")
-# One claim's arms share nothing through their seed: the image and the video models of Figure 5's
-# cross-domain comparison train on other data with other architectures. Its design calls for
-# Welch's unpaired interval; claims.json keeps only its per-seed differences, so it is still decided
-# paired here, and says so.
-UNPAIRED_BY_DESIGN = {
-    "fig5.video_gentler_than_images": ("image and video models train on other data with other architectures: a seed "
-                                       "number shares nothing between them, so the design calls for Welch's unpaired "
-                                       "interval; it is still decided paired (its per-arm values are not recorded yet)"),
-}
-
 FAMILY_ALPHA = 0.05
 MAX_SEEDS = 20
 
 
-def _t(mean: float, sd: float, n: int, x: float) -> float:
-  """The t statistic of mean against x; +-inf where the differences are all equal."""
-  se = sd / math.sqrt(n)
+def interval(c: dict, n: int | None = None) -> tuple[float, float, float]:
+  """(mean, standard error, degrees of freedom) of the t-interval behind a trained claim's verdict:
+  Welch's where the claim records it (`test` "welch", from its arms `per_seed_mone` and
+  `per_seed_baseline`), else the paired one (its `per_seed` differences). n: the same at n seeds
+  (per arm) if today's spread held (`seeds_to_decide`, `power_figure`)."""
+  if c.get("test") == "welch":
+    a, b = np.asarray(c["per_seed_mone"], float), np.asarray(c["per_seed_baseline"], float)
+    va, vb, n = float(a.var(ddof=1)), float(b.var(ddof=1)), n or len(a)
+    se = math.sqrt((va + vb) / n)
+    df = (n - 1) * (va + vb) ** 2 / (va ** 2 + vb ** 2) if se > 0 else 2.0 * n - 2  # Welch-Satterthwaite, n per arm
+    return float(a.mean() - b.mean()), se, df
+  d = np.asarray(c["per_seed"], float)
+  n = n or len(d)
+  return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1.0
+
+
+def _t(mean: float, se: float, x: float) -> float:
+  """The t statistic of mean against x; +-inf where there is no spread."""
   if se == 0:
     return math.inf if mean > x else -math.inf if mean < x else 0.0
   return (mean - x) / se
 
 
 def p_value(diffs, relation: str, tolerance: float, verdict: str) -> float | None:
-  """The p-value of the test behind a trained claim's verdict (see the module doc); None with
-  fewer than 2 differences."""
-  d = np.asarray(list(diffs), float)
+  """The p-value of the test behind a trained claim's verdict from its paired differences (see the
+  module doc); None with fewer than 2 differences."""
+  d = list(diffs)
   if len(d) < 2:
     return None
+  return interval_p_value(*interval({"per_seed": d}), relation, tolerance, verdict)
+
+
+def interval_p_value(mean: float, se: float, df: float, relation: str, tolerance: float, verdict: str) -> float:
+  """The p-value of the test a t-interval (mean, se, df: `interval`) performs for a verdict."""
   if relation not in claims_lib.RELATIONS:
     raise ValueError(f"relation must be one of {claims_lib.RELATIONS}, got {relation!r}")
-  mean, sd, n = float(d.mean()), float(d.std(ddof=1)), len(d)
-  T = scipy.stats.t(n - 1)
-  above = lambda x: min(1.0, 2 * float(T.sf(_t(mean, sd, n, x))))   # the CI lies above x
-  below = lambda x: min(1.0, 2 * float(T.cdf(_t(mean, sd, n, x))))  # the CI lies below x
+  T = scipy.stats.t(df)
+  above = lambda x: min(1.0, 2 * float(T.sf(_t(mean, se, x))))   # the CI lies above x
+  below = lambda x: min(1.0, 2 * float(T.cdf(_t(mean, se, x))))  # the CI lies below x
   ruled_out = verdict == "not reproduced"
   if relation == "beats":
     return below(tolerance) if ruled_out else above(0.0)
@@ -104,9 +104,18 @@ def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> dict:
 def seeds_to_decide(mean: float, sd: float, relation: str, tolerance: float) -> int | None:
   """The fewest paired seeds n in [MIN_SEEDS, MAX_SEEDS] at which mean ± t(0.975, n-1) sd / sqrt(n)
   decides the claim (`claims.decide`), if the mean and sd held; None if none does."""
+  return claim_seeds_to_decide({"per_seed": [], "relation": relation, "tolerance": tolerance},
+                               lambda n: (mean, sd / math.sqrt(n), n - 1.0))
+
+
+def claim_seeds_to_decide(c: dict, at=None) -> int | None:
+  """`seeds_to_decide` for a claim, paired or Welch's (`interval`); at(n) -> (mean, se, df) replaces
+  `interval(c, n)`."""
+  at = at or (lambda n: interval(c, n))
   for n in range(claims_lib.MIN_SEEDS, MAX_SEEDS + 1):
-    half = float(scipy.stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    if claims_lib.decide(relation, mean - half, mean + half, tolerance) != "inconclusive":
+    mean, se, df = at(n)
+    half = float(scipy.stats.t.ppf(0.975, df)) * se
+    if claims_lib.decide(c["relation"], mean - half, mean + half, c["tolerance"]) != "inconclusive":
       return n
   return None
 
@@ -114,7 +123,9 @@ def seeds_to_decide(mean: float, sd: float, relation: str, tolerance: float) -> 
 def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
   """Every chapter's claims ({chapter: claims}, as `claims.load` returns) with, on each trained
   claim that has per-seed differences, `p_value` (2 or more seeds), `seeds_to_decide` (3 or more)
-  and `verdict_familywise` (Holm over all of them). Other claims are returned unchanged."""
+  and `verdict_familywise` (Holm over all of them), each from the claim's own interval (`test`,
+  paired or Welch's: `claims.trained` records it; a claims.json from before it did gets its
+  family's, `claims.interval_test`). Other claims are returned unchanged."""
   out, ps = {}, {}
   for chapter, rows in chapters.items():
     out[chapter] = []
@@ -122,10 +133,10 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
       c = dict(c)
       d = c.get("per_seed") or []
       if c["kind"] == "trained" and c["verdict"] != "not testable" and len(d) >= 2:
-        c["p_value"] = claims_lib._round(p_value(d, c["relation"], c["tolerance"], c["verdict"]))  # as claims.json keeps it
-        c["test"], c["test_why"] = TEST, UNPAIRED_BY_DESIGN.get(c["id"], TEST_WHY)
-        c["seeds_to_decide"] = (seeds_to_decide(float(np.mean(d)), float(np.std(d, ddof=1)), c["relation"], c["tolerance"])
-                                if len(d) >= claims_lib.MIN_SEEDS else None)
+        if "test" not in c:
+          c["test"], c["test_why"] = claims_lib.interval_test(c["id"], both_arms="per_seed_baseline" in c)
+        c["p_value"] = claims_lib._round(interval_p_value(*interval(c), c["relation"], c["tolerance"], c["verdict"]))
+        c["seeds_to_decide"] = claim_seeds_to_decide(c) if len(d) >= claims_lib.MIN_SEEDS else None
         if len(d) >= claims_lib.MIN_SEEDS:  # fewer seeds decide nothing: not part of the family
           ps[c["id"]] = c["p_value"]
       out[chapter].append(c)
@@ -142,8 +153,8 @@ POWER_FIGURE = "power.png"  # under the results folder: `power_figure`
 
 
 def power_figure(claims: list[dict], path) -> None:
-  """Per trained claim with 3 or more seeds, the 95% CI's half-width against the number of paired
-  seeds (2 to MAX_SEEDS) at its observed spread, with the half-width that would decide it if its
+  """Per trained claim with 3 or more seeds, the 95% CI's half-width against the number of seeds
+  (2 to MAX_SEEDS, per arm) at its observed spread (paired or Welch's: `interval`), with the half-width that would decide it if its
   mean held (the distance from its mean to the edge it must clear); where a curve crosses its
   line is `seeds_to_decide`. matplotlib is imported here only (the book's environment has none)."""
   import matplotlib
@@ -157,21 +168,21 @@ def power_figure(claims: list[dict], path) -> None:
   fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.2 * rows), squeeze=False, sharex=True)
   n = np.arange(2, MAX_SEEDS + 1)
   for ax, c in zip(axes.flat, cs):
-    d = np.asarray(c["per_seed"], float)
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    half = scipy.stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+    stats = [interval(c, int(k)) for k in n]
+    half = np.array([scipy.stats.t.ppf(0.975, df) * se for _, se, df in stats])
+    mean = stats[0][0]
     ax.plot(n, half, color="#0173b2", lw=1.5)
     need = _room(mean, c["relation"], c["tolerance"])
     if need > 0:
       ax.axhline(need, color="#d55e00", lw=1, ls="--")
-    ax.axvline(len(d), color="0.6", lw=0.8)
+    ax.axvline(len(c["per_seed"]), color="0.6", lw=0.8)
     ax.set_yscale("log")
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # decades only: readable at this size
     ax.set_title(c["id"], fontsize=7)
     ax.tick_params(labelsize=7)
   for ax in list(axes.flat)[len(cs):]:
     ax.axis("off")
-  fig.supxlabel("paired seeds n (grey: today's)", fontsize=8)
+  fig.supxlabel("seeds n (grey: today's)", fontsize=8)
   fig.supylabel("95% CI half-width (points); dashed: what decides it", fontsize=8)
   fig.tight_layout()
   path = Path(path)
