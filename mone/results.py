@@ -153,6 +153,21 @@ def device_name(m: dict) -> str:
   return f"cpu, {used} of {d['cores']} cores" if used < d["cores"] else f"cpu, {d['cores']} cores"
 
 
+def trained_where(m: dict) -> str:
+  """Where a run file's run trained: each device of its `trained_on` parts in order, joined by
+  ' then ' ('NVIDIA H100 80GB HBM3 then cpu, 1 of 2 cores'), else its `device` (`device_name`:
+  the process that wrote the file)."""
+  names = []
+  for part in m.get("trained_on") or []:
+    d = part.get("device")
+    name = device_name({"device": d}) if isinstance(d, dict) else str(d)
+    if names and names[-1].startswith("cpu") and name.startswith("cpu"):
+      names[-1] = name  # parts on the CPU: the one that records its cores says it best
+    elif not names or names[-1] != name:
+      names.append(name)
+  return " then ".join(names) if names else device_name(m)
+
+
 def usable_cores() -> int | None:
   """The cores this process may run on (its affinity, e.g. one under `train_queue.py --pin-cores`):
   XLA:CPU sizes its thread pool by them, and the thread count changes a CPU run's last bits."""

@@ -148,7 +148,7 @@ def main():
       state, estimate = status(cfg), plan.estimate_seconds(cfg, finished)
       if state == "done":
         done.append(by_name[experiments.run_path(cfg).name])
-        when = results.device_name(done[-1])  # where it trained
+        when = results.trained_where(done[-1])  # where it trained
       else:
         left += estimate or 0.0
         unknown += estimate is None

@@ -116,6 +116,13 @@ def test_the_half_width_that_decides_a_claim_is_the_distance_to_its_nearest_deci
   assert significance._room(-0.38, "no_worse", 1.0) == pytest.approx(0.62)
   assert significance._room(-0.75, "matches", 1.0) == pytest.approx(0.25)
   assert significance._room(3.0, "matches", 1.0) == pytest.approx(2.0)  # ruled out: the CI wholly above +1
+  # The same edges as the verdicts' (`claims.decide`): just inside the room a CI decides, just outside it does not.
+  for mean in np.linspace(-4, 4, 33):
+    for relation, tol in (("beats", 0.0), ("no_worse", 1.0), ("matches", 1.0)):
+      room = significance._room(float(mean), relation, tol)
+      if room > 1e-6:
+        assert claims.decide(relation, mean - 0.999 * room, mean + 0.999 * room, tol) != "inconclusive", (mean, relation)
+      assert claims.decide(relation, mean - 1.001 * room - 1e-9, mean + 1.001 * room + 1e-9, tol) == "inconclusive", (mean, relation)
   c = claims.trained("a", "beats", "p", {0: 2.0, 1: 3.0, 2: 1.5}, relation="beats", tolerance=0.0)
   significance.power_figure([c], tmp_path / "power.png")
   assert (tmp_path / "power.png").stat().st_size > 1000

@@ -507,13 +507,8 @@ def landing_figure(claims: list[dict], path) -> None:
   ax.set_title("Every trained claim of the small profile", fontsize=10)
   ax.grid(alpha=0.3, axis="x")
   fig.tight_layout()
-  path = Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_name(f".{path.name}.tmp.png")
-  fig.savefig(tmp, dpi=130, metadata={"Software": None})  # no version stamp: the file changes only with its data
-  plt.close(fig)
-  import os
-  os.replace(tmp, path)
+  from mone.chapters import plots
+  plots.save_png(fig, path, dpi=130)
 
 
 def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figure: str | None = None) -> str:

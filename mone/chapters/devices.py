@@ -38,7 +38,7 @@ def twins(root: Path | None = None) -> list[dict]:
       raise ValueError(f"twin {path} has config hash {b.get('config_hash')}, its original {a.get('config_hash')}")
     rows.append({"run": path.stem, "kind": a["kind"], "e_c": a.get("e_c"), "seed": a["seed"],
                  "router": a["config"]["model"].get("router", "learned"),
-                 "original": results.device_name(a), "twin": results.device_name(b),
+                 "original": results.trained_where(a), "twin": results.trained_where(b),
                  "original_acc": 100 * a["accuracy"], "twin_acc": 100 * b["accuracy"],
                  "diff": 100 * (b["accuracy"] - a["accuracy"])})
   return rows
@@ -91,7 +91,7 @@ def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
   device it trained on (`trained_on`), first to last."""
   seeds, cells = sorted({s for _, s, _ in landed}), {}
   for label, seed, m in landed:
-    cells.setdefault(label, {})[seed] = _where(m)
+    cells.setdefault(label, {})[seed] = results.trained_where(m)
   arms = [a for a in cells if len(cells[a]) > 1]
   if not arms:
     return "No arm has landed at more than one seed.\n"
@@ -99,20 +99,6 @@ def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
   out = ["| arm | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|" + "---|" * len(seeds)]
   out += [f"| {a} | " + " | ".join(short(cells[a].get(s, "")) for s in seeds) + " |" for a in arms]
   return "\n".join(out) + "\n"
-
-
-def _where(m: dict) -> str:
-  """Where a run file's run trained: each device of its `trained_on` segments in order, else its
-  `device` (`results.device_name`)."""
-  names = []
-  for seg in m.get("trained_on") or []:
-    d = seg.get("device")
-    name = results.device_name({"device": d}) if isinstance(d, dict) else str(d)
-    if names and names[-1].startswith("cpu") and name.startswith("cpu"):
-      names[-1] = name  # parts on the CPU: the one that records its cores says it best
-    elif not names or names[-1] != name:
-      names.append(name)
-  return " then ".join(names) if names else results.device_name(m)
 
 
 def markdown(rows: list[dict], s: dict, matrix: str = "") -> str:

@@ -298,15 +298,15 @@ def recompute_seconds(runs, finished: list[dict]) -> dict:
 
 
 def device_table(finished: list[dict]) -> str:
-  """A Markdown table of where the finished runs were trained (`results.device_name`): per
-  device, the number of runs, their wall time in hours (as recorded: runs resumed by older code
-  count their last part only) and the JAX versions, so a reader sees which comparisons cross
-  devices."""
+  """A Markdown table of where the finished runs were trained (`results.trained_where`: a run
+  resumed on another device is its own row, 'H100 then cpu'): per device, the number of runs,
+  their wall time in hours (as recorded: runs resumed by older code count their last part only)
+  and the JAX versions, so a reader sees which comparisons cross devices."""
   if not finished:
     return "No run has finished yet.\n"
   rows = {}
   for m in finished:
-    r = rows.setdefault(results.device_name(m), {"runs": 0, "seconds": 0.0, "jax": set()})
+    r = rows.setdefault(results.trained_where(m), {"runs": 0, "seconds": 0.0, "jax": set()})
     r["runs"] += 1
     r["seconds"] += m.get("wall_time_s") or 0.0
     r["jax"].add(m.get("versions", {}).get("jax", "?"))

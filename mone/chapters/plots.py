@@ -51,6 +51,22 @@ VERDICT_COLORS = {"reproduced": "tab:green", "not reproduced": "tab:red", "incon
                   "not testable": "0.7"}
 
 
+def save_png(fig, path, dpi: int) -> None:
+  """Writes fig to path as a PNG atomically (a temporary file in the same folder, then os.replace:
+  a reader never sees half a figure) and closes it. No version stamp in the file, so it changes
+  only with its data. For the landing step's figures, which `claims.main` draws outside a chapter
+  (`experiments.save_figure` writes a chapter's)."""
+  import os
+  from pathlib import Path
+  import matplotlib.pyplot as plt
+  path = Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_name(f".{path.name}.tmp.png")
+  fig.savefig(tmp, dpi=dpi, metadata={"Software": None})
+  plt.close(fig)
+  os.replace(tmp, path)
+
+
 def theme():
   """Applies the book's theme (`THEME`) to matplotlib's rcParams. Every plotting function here
   calls it first; a chapter that draws with matplotlib itself calls it once before."""

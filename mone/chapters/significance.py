@@ -161,7 +161,6 @@ def power_figure(claims: list[dict], path) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   import matplotlib.ticker
-  from pathlib import Path
   cs = [c for c in claims if c["kind"] == "trained" and len(c.get("per_seed") or []) >= claims_lib.MIN_SEEDS]
   cols = 4
   rows = max(1, math.ceil(len(cs) / cols))
@@ -185,13 +184,8 @@ def power_figure(claims: list[dict], path) -> None:
   fig.supxlabel("seeds n (grey: today's)", fontsize=8)
   fig.supylabel("95% CI half-width (points); dashed: what decides it", fontsize=8)
   fig.tight_layout()
-  path = Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_name(f".{path.name}.tmp.png")
-  fig.savefig(tmp, dpi=90, metadata={"Software": None})
-  plt.close(fig)
-  import os
-  os.replace(tmp, path)
+  from mone.chapters import plots
+  plots.save_png(fig, path, dpi=90)
 
 
 def _room(mean: float, relation: str, tolerance: float) -> float:
