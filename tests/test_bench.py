@@ -237,9 +237,9 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
   assert out["matmul_precision"]["float32_correctness"] == "highest"
   assert out["args"]["json"] is not None and "results/bench" not in str(path)
   switches = {s["name"]: s for s in out["switches"]}
-  assert not switches["fused_mlp"]["available"] and switches["fused_mlp"]["kind"] == "none"
-  for name in ("attention", "grad_barrier"):
-    assert switches[name]["available"] == _has_field(name)
+  assert switches["fused_mlp"]["kind"] == "config" and switches["fused_mlp"]["field"] == "mlp"
+  for name, field in (("attention", "attention"), ("grad_barrier", "grad_barrier"), ("fused_mlp", "mlp")):
+    assert switches[name]["available"] == _has_field(field)
 
   rows = out["rows"]
   for group in (g for g in report.plan(fams, tiny=True) if g.kind == "timing"):
@@ -269,10 +269,10 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
 def test_tiny_report_checks_each_fast_path_against_its_reference(tiny_report):
   out, _ = tiny_report
   checks = out["correctness"]
-  for name in ("attention", "grad_barrier"):
+  for name, field in (("attention", "attention"), ("grad_barrier", "grad_barrier"), ("fused_mlp", "mlp")):
     mine = [c for c in checks if c["switch"] == name]
-    if not _has_field(name):  # the model configs do not have this switch yet
-      assert [c["status"] for c in mine] == [f"unavailable: no config field {name!r}"]
+    if not _has_field(field):  # the model configs do not have this switch yet
+      assert [c["status"] for c in mine] == [f"unavailable: no config field {field!r}"]
       continue
     assert {(c["model"], c["dtype"]) for c in mine} == {(m, d) for m in ("dense", "mone") for d in ("float32", "bfloat16")}
     for c in mine:
@@ -343,6 +343,21 @@ def test_report_groups_option_and_the_watchdog(tmp_path, capsys):
   assert [label for label, _ in rep.settings("forward") if label.startswith("command")] == []
   label, values = rep.settings("forward")[0]
   assert label == "default" and values["command_buffers"] == "off"  # pinned to its reference value
+  # A fast path that fails to run, or runs and passes no bfloat16 check, is disabled; one that
+  # passes a check, or whose checks the budget skipped, is not.
+  row = lambda switch, status, ok=None, err=None: {"switch": switch, "dtype": "bfloat16", "status": status, "ok": ok,
+                                                   "forward_rel_err": err, "grad_rel_err": err}
+  rep.doc["correctness"] = [row("attention", "failed: XlaRuntimeError: no cuDNN"), row("attention", "failed: again"),
+                            row("fused_mlp", "checked", False, 0.5), row("fused_mlp", "non-finite values"),
+                            row("grad_barrier", "checked", True, 1e-3), row("grad_barrier", "checked", False, 0.5)]
+  rep.doc["correctness"] += [row("x", "skipped: budget")]
+  live = [s for s in rep.switches if s.name in ("attention", "fused_mlp", "grad_barrier")]
+  rep.disable_broken(live + [report.Switch("x", "a", "b", ("forward",), "config", "")])
+  why = {s["name"]: s.get("disabled") for s in rep.doc["switches"]}
+  assert why["attention"].endswith("passed no bfloat16 correctness check (failed: XlaRuntimeError: no cuDNN)")
+  assert "largest relative error 0.5, tolerance" in why["fused_mlp"]
+  assert why["grad_barrier"] is None and "x" not in why
+  rep.doc["correctness"] = []  # not rows of a real check: kept out of the summary below
   rep.activity("compiling vivit-train-2 mone e_c=0.3 default")
   codes = []
   rep.abort(exit=codes.append)

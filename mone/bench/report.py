@@ -12,9 +12,10 @@ What it does, most important first (`plan`), one group at a time:
    may use TF32) and in bfloat16, for the dense ViT and MoNE at e_c 0.3 (a 2-layer model of the
    timed geometry: the paths act per layer). The paths are the `switches`: the attention
    implementation ('cudnn' on a GPU, 'dot_product' elsewhere, against 'xla', today's reference
-   attention) and the gradient barrier ('off' against 'on', today's `layers.materialize_grad`
-   conditional in every block's backward). A fast path that fails every bfloat16 check is timed
-   no further: later groups use its reference value (the switch is marked 'disabled').
+   attention), the gradient barrier ('off' against 'on', today's `layers.materialize_grad`
+   conditional in every block's backward) and the fused nested-MLP kernel (config mlp 'pallas',
+   `mone.models.fused_mlp`, against 'xla'). A fast path that fails to run, or passes no bfloat16
+   check, is timed no further: later groups use its reference value (the switch is marked 'disabled').
 2. timing: ViT-B/16 forward at batch 256 and 64 and its training step at 64 and 256, dense vs
    MoNE e_c 0.3, in the default setting (every switch at its GPU value) and with each switch
    turned back to its reference value alone (XLA's command buffers are a compiler option of one
@@ -80,6 +81,11 @@ class Switch:
   modes: tuple        # the modes it can change ('train' only: a backward-pass path)
   kind: str
   note: str
+  field: str | None = None  # kind 'config': the model config field it sets, if not its name
+
+  @property
+  def config_field(self) -> str:
+    return self.field or self.name
 
 
 def switches(backend: str) -> tuple:
@@ -98,8 +104,11 @@ def switches(backend: str) -> tuple:
              "XLA:GPU command buffers (CUDA graphs) for the compiled step; 'off' passes "
              "COMMAND_BUFFERS_OFF as compiler options of that compilation alone"
              + ("" if gpu else " (no effect on this backend)")),
-      Switch("fused_mlp", None, None, ("forward", "train"), "none",
-             "a fused nested-MLP kernel: does not exist yet (its slot in this list)"),
+      # Triton on a GPU; Pallas's interpret mode on the CPU (slow: exercises the path only).
+      Switch("fused_mlp", "pallas", "xla", ("forward", "train"), "config",
+             "each group's MLP as one Pallas kernel keeping the 4D-wide hidden layer on chip "
+             "(mone.models.fused_mlp; model config mlp='pallas') against the XLA expression ('xla')"
+             + ("" if gpu else " (interpret mode on this backend)"), field="mlp"),
   )
 
 
@@ -219,7 +228,7 @@ OP_SUMMARY_METHOD = (
     "command buffers while profiling: xla_enable_command_buffers_during_profiling is false by default), read in-process with jax.profiler.ProfileData (no TensorBoard); each device event's HLO "
     "instruction (its 'hlo_op' statistic) is classified from the compiled module's HLO text: cuDNN "
     "attention calls and every operation traced inside a function named *attention* -> attention; "
-    "fusions holding a dot or a cuBLAS/cuDNN GEMM -> matmul; gather, scatter, sort, top-k and the "
+    "fusions holding a dot or a cuBLAS/cuDNN GEMM, and Triton calls (the fused MLP kernel) -> matmul; gather, scatter, sort, top-k and the "
     "routing functions (route, ungroup, expert_preferred_routing, group_permutation) -> "
     "gather/scatter/sort; pure data movement (copies, transposes, slices, concatenations), loops, "
     "conditionals and unmatched events -> other; the rest -> elementwise/normalisation. Events "
@@ -321,7 +330,8 @@ def classify(name: str, hlo: dict) -> str:
   functions = set().union(*(m["functions"] for m in members))
   if any(s in targets for s in ("fmha", "flash", "sdpa")) or any("attention" in f.lower() for f in functions):
     return "attention"
-  if ops & {"dot", "convolution"} or any(s in targets for s in ("gemm", "cublas", "matmul", "conv")):
+  # A Triton custom call is the fused MLP kernel (mone.models.fused_mlp), the model's only one: matmuls.
+  if ops & {"dot", "convolution"} or any(s in targets for s in ("gemm", "cublas", "matmul", "conv", "triton")):
     return "matmul"
   if ops & {"gather", "scatter", "sort"} or "topk" in targets or functions & ROUTING_FUNCTIONS:
     return "gather/scatter/sort"
@@ -540,10 +550,10 @@ class Report:
   def _switch_doc(self, s: Switch) -> dict:
     d = dataclasses.asdict(s)
     if s.kind == "config":
-      have = {f: s.name in config_fields(f) for f in ("image", "video")}
+      have = {f: s.config_field in config_fields(f) for f in ("image", "video")}
       d["available"] = all(have.values())
-      d["how"] = (f"model config field {s.name!r} (dataclasses.replace / config overrides)" if d["available"] else
-                  f"unavailable: the model configs have no field {s.name!r} yet ({have})")
+      d["how"] = (f"model config field {s.config_field!r} (dataclasses.replace / config overrides)" if d["available"] else
+                  f"unavailable: the model configs have no field {s.config_field!r} yet ({have})")
     elif s.kind == "compiler":
       d["available"], d["options"] = self.cmdbuf["available"], self.cmdbuf["options"]
       d["how"] = (f"compiler options {self.cmdbuf['options']} of one .lower(...).compile(...)" if d["available"]
@@ -579,8 +589,8 @@ class Report:
   def workload(self, family: str, values: dict):
     """The family's workload (float32) with the config switches of `values`, sharing parameters."""
     fam = self.fams[family]
-    fields = tuple(sorted((k, v) for k, v in values.items()
-                          if any(s.name == k and s.kind == "config" for s in self.switches)))
+    fields = tuple(sorted((s.config_field, values[s.name]) for s in self.switches
+                          if s.kind == "config" and s.name in values))
     key = (family, fields)
     if key not in self.workloads:
       base = next((w for (f, _), w in self.workloads.items() if f == family), None)
@@ -691,7 +701,7 @@ class Report:
     live = [s for s in self.switches if s.kind == "config" and self.available(s.name)]
     for s in self.switches:
       if s.kind == "config" and not self.available(s.name):
-        self.doc["correctness"].append({"switch": s.name, "status": f"unavailable: no config field {s.name!r}"})
+        self.doc["correctness"].append({"switch": s.name, "status": f"unavailable: no config field {s.config_field!r}"})
     if not live:
       return "done (no switchable path to check)"
     reference = {s.name: s.reference for s in live}
@@ -718,11 +728,22 @@ class Report:
             n += 1
           self.doc["correctness"].append(row)
         self.save()
-    for s in live:  # a fast path that cannot even compile or run would leave every default row empty
-      tried = [c for c in self.doc["correctness"] if c["switch"] == s.name and c.get("dtype") == "bfloat16"]
-      if tried and all(c["status"].startswith("failed") for c in tried):
-        self.disable(s.name, f"{s.name}={s.fast} failed in every bfloat16 correctness check: {tried[0]['status'][:200]}")
+    self.disable_broken(live)
     return f"done ({n} comparisons)"
+
+  def disable_broken(self, live) -> None:
+    """Disables (`disable`) each switch of `live` whose fast path cannot run in any bfloat16
+    correctness check, or runs and passes none: a broken or wrong path must not fill the default
+    rows that the targets read."""
+    for s in live:
+      tried = [c for c in self.doc["correctness"] if c["switch"] == s.name and c.get("dtype") == "bfloat16"
+               and not c["status"].startswith("skipped")]  # a check the budget skipped says nothing
+      if not tried or any(c.get("ok") for c in tried):
+        continue
+      checked = [max(c["forward_rel_err"], c["grad_rel_err"]) for c in tried if c["status"] == "checked"]
+      why = (f"largest relative error {max(checked):.3g}, tolerance {TOLERANCE['bfloat16']}" if checked
+             else tried[0]["status"][:200])
+      self.disable(s.name, f"{s.name}={s.fast} passed no bfloat16 correctness check ({why})")
 
   def check_values(self, model, e_c, values, dtype, x):
     """((logits, parameter gradients, compile seconds), None) of one contender of the check
@@ -771,7 +792,7 @@ class Report:
       wl = self.workload(g.family, values)
       c = next((c for c in wl.contenders if c.name == model and c.e_c == e_c), None)
       row = {"group": g.name, "workload": wl.name, "mode": g.mode, "batch": g.batch, "model": model, "e_c": e_c,
-             "setting": label, **{k: values.get(k) for k in ("attention", "grad_barrier", "command_buffers")}}
+             "setting": label, **{k: values.get(k) for k in ("attention", "grad_barrier", "command_buffers", "fused_mlp")}}
       rows.append(row)
       if c is None:
         row["status"] = "failed: no such contender"
@@ -856,9 +877,11 @@ class Report:
 
 def hlo_counts(text: str) -> dict:
   """What a compiled module holds of each switch's path: command buffers (their outlined
-  computations), cuDNN attention calls, conditionals (the gradient barrier's), custom calls."""
+  computations), cuDNN attention calls, Triton kernels (the fused MLP's), conditionals (the
+  gradient barrier's), custom calls."""
   return {"command_buffer": len(re.findall(r"command_buffer", text)),
           "cudnn_attention": len(re.findall(r'custom_call_target="__cudnn\$fmha', text)),
+          "triton": len(re.findall(r'custom_call_target="__gpu\$xla\.gpu\.triton"', text)),
           "conditional": len(re.findall(r"\sconditional\(", text)),
           "custom_call": len(re.findall(r"\scustom-call\(", text)), "fusion": len(re.findall(r"\sfusion\(", text))}
 

@@ -30,9 +30,10 @@ KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.v
 VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense ViViT (mone.models.vivit)
 
 
-# The blocks' implementations (`mone.models.layers.resolve_attention`, `resolve_barrier`).
+# The blocks' implementations (`mone.models.layers.resolve_attention`, `resolve_barrier`, `resolve_mlp`).
 ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
 BARRIERS = ("auto", "on", "off")
+MLPS = ("auto", "xla", "pallas")
 
 
 def _check_paths(cfg) -> None:
@@ -40,6 +41,8 @@ def _check_paths(cfg) -> None:
     raise ValueError(f"attention must be one of {ATTENTIONS}, got {cfg.attention!r}")
   if cfg.grad_barrier not in BARRIERS:
     raise ValueError(f"grad_barrier must be one of {BARRIERS}, got {cfg.grad_barrier!r}")
+  if cfg.mlp not in MLPS:
+    raise ValueError(f"mlp must be one of {MLPS}, got {cfg.mlp!r}")
 
 
 def _added(default):
@@ -113,14 +116,15 @@ class ViTConfig(_Derived):
   # Eq. 1's alpha: True keeps it in [0, 1) as the paper states (`mone.models.nested.eq1_alpha`);
   # False leaves it unconstrained, as the XS runs committed before the bound were trained.
   alpha_bounded: bool = _added(False)
-  # How the blocks compute, not what: both select an implementation by backend ("auto": cuDNN's
+  # How the blocks compute, not what: each selects an implementation by backend ("auto": cuDNN's
   # flash attention and no gradient barrier on a CUDA GPU; on the CPU the reference attention and
-  # the barrier, the code every committed run trained with), or name one to compare paths
-  # (`mone.models.layers.resolve_attention`, `resolve_barrier`; the backend is the model's
-  # `backend` argument, by default the one jax runs on). Same function, so not part of a run's
-  # identity when left at "auto".
+  # the barrier, the code every committed run trained with), or names one to compare paths
+  # (`mone.models.layers.resolve_attention`, `resolve_barrier`, `resolve_mlp`; the backend is the
+  # model's `backend` argument, by default the one jax runs on). Same function, so not part of a
+  # run's identity when left at "auto".
   attention: str = _added("auto")     # auto | xla | dot_product | cudnn
   grad_barrier: str = _added("auto")  # auto | on | off
+  mlp: str = _added("auto")           # auto | xla | pallas (`mone.models.fused_mlp`; "auto" is "xla")
 
   def __post_init__(self):
     need = _check_common(self, ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
@@ -201,6 +205,7 @@ class ViViTConfig(_Derived):
   alpha_bounded: bool = _added(False)  # Eq. 1's alpha in [0, 1) (paper) or unconstrained (see ViTConfig)
   attention: str = _added("auto")     # as ViTConfig's
   grad_barrier: str = _added("auto")
+  mlp: str = _added("auto")
 
   def __post_init__(self):
     _check_paths(self)

@@ -27,6 +27,11 @@ for, each overridable by its model config field (`mone.models.config.ViTConfig.a
   may wait on the host. "auto" is on for the CPU only; "off" makes it and the block's fences
   the identity (same values: it never changes what is computed).
 
+A third is an experiment (`resolve_mlp`, `ViTConfig.mlp`): "pallas" runs each group's MLP as one
+fused Pallas kernel that keeps the [tokens, 4D] hidden layer on chip (`mone.models.fused_mlp`;
+Triton on a CUDA GPU, interpret mode on the CPU), "xla" the reference expression. "auto" is "xla"
+everywhere until a GPU report measures the kernel faster.
+
 "auto" resolves when the block is traced, for `Block.backend`: by default the backend jax runs
 on (`default_backend`); a model exported for CUDA from a CPU host is built with backend="cuda"
 (the models take it as an argument), or it would get the CPU's choices. On the CPU "auto" is
@@ -116,6 +121,20 @@ def resolve_attention(name: str, backend: str, dtype, head_dim: int) -> str:
   return name
 
 
+def resolve_mlp(name: str, backend: str) -> str:
+  """The MLP a block runs: "xla" (the reference expression, every committed run's) or "pallas"
+  (`mone.models.fused_mlp.nested_mlp`: Triton on a CUDA GPU, interpret mode on the CPU, slow, for
+  tests). "auto" is "xla" on every backend: the kernel is unmeasured, and "auto" switches to it on
+  a GPU only after a GPU report (`mone.bench.report`, switch 'fused_mlp') measures it faster.
+  "pallas" elsewhere (a TPU, ROCm: untested) is refused here, with a message."""
+  from mone.models.config import MLPS
+  if name not in MLPS:
+    raise ValueError(f"mlp must be one of {MLPS}, got {name!r}")
+  if name == "pallas" and backend != "cpu" and backend not in CUDA:
+    raise ValueError(f"mlp='pallas' needs a CUDA GPU (Triton) or the CPU (interpret mode); this backend is {backend!r}")
+  return "xla" if name == "auto" else name
+
+
 def resolve_barrier(name: str, backend: str) -> bool:
   """Whether blocks store the residual stream's cotangent behind a conditional (`materialize_grad`):
   "auto" does on the CPU, where XLA:CPU otherwise recomputes it in every block (measured), and not
@@ -183,6 +202,7 @@ class Block(nn.Module):
   attention: str = "auto"     # `resolve_attention`
   grad_barrier: str = "auto"  # `resolve_barrier`
   backend: str | None = None  # what "auto" resolves for; None: `default_backend()` when traced
+  mlp: str = "auto"           # `resolve_mlp`
 
   @nn.compact
   def __call__(self, hs, widths, mults=None):
@@ -190,6 +210,7 @@ class Block(nn.Module):
     backend = self.backend or default_backend()
     barrier = resolve_barrier(self.grad_barrier, backend)
     impl = resolve_attention(self.attention, backend, hs[-1].dtype, D // H)
+    mlp = resolve_mlp(self.mlp, backend)
     p = lambda name, init, shape: self.param(name, init, shape)
     ln1_s, ln1_b = p("ln1_scale", nn.initializers.ones, (D,)), p("ln1_bias", nn.initializers.zeros, (D,))
     w_qkv, b_qkv = p("qkv_kernel", _qkv_init, (D, 3 * D)), p("qkv_bias", nn.initializers.zeros, (3 * D,))
@@ -230,8 +251,13 @@ class Block(nn.Module):
     # MLP: hidden width is always M = 4D; only the in- and out-projections are sliced.
     outs = []
     for g, (z, d) in enumerate(zip(zs, widths)):
-      y = gelu(layer_norm(z, ln2_s[:d], ln2_b[:d]) @ nested("mlp1_kernel", w1, d, 0) + b1)
-      y = y @ nested("mlp2_kernel", w2, d, 1) + b2[:d]
+      if mlp == "pallas":  # the same function as one kernel (`fused_mlp`); imported only when asked for
+        from mone.models import fused_mlp
+        y = fused_mlp.nested_mlp(layer_norm(z, ln2_s[:d], ln2_b[:d]), nested("mlp1_kernel", w1, d, 0), b1,
+                                 nested("mlp2_kernel", w2, d, 1), b2[:d], interpret=backend == "cpu")
+      else:
+        y = gelu(layer_norm(z, ln2_s[:d], ln2_b[:d]) @ nested("mlp1_kernel", w1, d, 0) + b1)
+        y = y @ nested("mlp2_kernel", w2, d, 1) + b2[:d]
       if mults is not None:
         y = y * mults[g][..., None]
       outs.append(z + y)
@@ -247,15 +273,16 @@ def cast_floating(tree, dtype):
   return jax.tree_util.tree_map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
 
 
-def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str = "auto", backend: str | None = None):
+def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str = "auto", backend: str | None = None,
+                mlp: str = "auto"):
   """`Block`, or (remat=True) `Block` rematerialised: its activations are recomputed in the
   backward pass instead of kept from the forward one, so a training step holds one block's
   activations at a time rather than every block's (more compute, less memory). The widths
   (argument 2, counting self) are static: they decide the slicing. Parameters are unchanged.
-  attention, grad_barrier: the block's implementations (`resolve_attention`, `resolve_barrier`),
-  "auto" resolved for `backend` (None: the one jax runs on, `default_backend`)."""
+  attention, grad_barrier, mlp: the block's implementations (`resolve_attention`, `resolve_barrier`,
+  `resolve_mlp`), "auto" resolved for `backend` (None: the one jax runs on, `default_backend`)."""
   cls = nn.remat(Block, static_argnums=(2,)) if remat else Block
-  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, **kw)
+  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, mlp=mlp, **kw)
 
 
 _NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)

@@ -107,7 +107,7 @@ bounded_alpha.defvjp(_bounded_alpha_fwd, _bounded_alpha_bwd)
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
            patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
            router="learned", alpha_bounded=True, remat=False, attention="auto", grad_barrier="auto",
-           backend=None):
+           backend=None, mlp="auto"):
   """The nested-expert layers, run inside `module`'s compact method: its parameters
   ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
   models' parameter names (and every committed checkpoint) as they were.
@@ -121,15 +121,16 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   expert width 0 (its tokens skip every layer: MoD Greedy, Table 1).
   patch_order=False returns x in the last router's expert order, which saves a gather before a
   permutation-invariant pooling. remat=True rematerialises every block (`layers.block_class`).
-  attention, grad_barrier: the blocks' implementations, "auto" resolved for backend (None: the
-  one jax runs on; see `mone.models.layers`).
+  attention, grad_barrier, mlp: the blocks' implementations, "auto" resolved for backend (None:
+  the one jax runs on; see `mone.models.layers`).
   Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
   'router_logits' and 'router_probs' (their softmax over experts) [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
   """
   if router not in ROUTERS:
     raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
   D, widths = width, capacity_lib.expert_widths(width, num_experts)
-  blocks = [block_class(remat, attention, grad_barrier, backend)(D, num_heads, mlp_dim, name=f"block_{l}") for l in range(depth)]
+  blocks = [block_class(remat, attention, grad_barrier, backend, mlp)(D, num_heads, mlp_dim, name=f"block_{l}")
+            for l in range(depth)]
   pre, pre_w = ([], ()) if full is None else ([full], (D,))
   if capacities is None:
     if width_index is not None and width_index not in range(num_experts):
@@ -172,7 +173,8 @@ def fields(cfg) -> dict:
   ViViT, its spatial transformer)."""
   return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
               num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router,
-              alpha_bounded=cfg.alpha_bounded, attention=cfg.attention, grad_barrier=cfg.grad_barrier)
+              alpha_bounded=cfg.alpha_bounded, attention=cfg.attention, grad_barrier=cfg.grad_barrier,
+              mlp=cfg.mlp)
 
 
 class NestedEncoder(nn.Module):
@@ -194,9 +196,10 @@ class NestedEncoder(nn.Module):
   router: str = "learned"
   alpha_bounded: bool = True  # Eq. 1's alpha in [0, 1), as the paper states
   remat: bool = False  # rematerialise every block: less activation memory, more compute
-  attention: str = "auto"     # the blocks' attention and gradient barrier (`mone.models.layers`),
+  attention: str = "auto"     # the blocks' attention, gradient barrier and MLP (`mone.models.layers`),
   grad_barrier: str = "auto"  # "auto" resolved for backend (None: the one jax runs on)
   backend: str | None = None
+  mlp: str = "auto"
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
@@ -209,4 +212,4 @@ class NestedEncoder(nn.Module):
                   patch_order=patch_order, width=self.width, depth=self.depth, num_heads=self.num_heads,
                   mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
                   router=self.router, alpha_bounded=self.alpha_bounded, remat=self.remat,
-                  attention=self.attention, grad_barrier=self.grad_barrier, backend=self.backend)
+                  attention=self.attention, grad_barrier=self.grad_barrier, backend=self.backend, mlp=self.mlp)

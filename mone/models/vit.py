@@ -48,7 +48,7 @@ class ViT(nn.Module):
 
   The random router (config.router='random') needs rngs={'routing': key}. remat=True
   rematerialises every block in the backward pass (`mone.models.layers.block_class`). backend:
-  what the config's "auto" attention and grad_barrier resolve for (None: the backend jax runs
+  what the config's "auto" attention, grad_barrier and mlp resolve for (None: the backend jax runs
   on; "cuda" to export a GPU program from a CPU host; see `mone.models.layers`).
   """
   config: ViTConfig
@@ -88,7 +88,8 @@ class MoD(nn.Module):
     k = mod_tokens(cfg)
     aux = {"selected": []}
     for l in range(cfg.depth):
-      block = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend)(cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
+      block = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend, cfg.mlp)(
+          cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
       if l % 2 == 0:
         (x,) = block([x], (cfg.width,))
         continue
