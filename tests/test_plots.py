@@ -146,6 +146,10 @@ def test_claims_figure_draws_every_seed_and_the_ci_the_verdict_rests_on():
   assert cs[1]["ci95"] is None and not any(np.isfinite(l.get_xdata()).all() and l.get_ydata()[0] == 1
                                            for l in ax.get_lines() if len(l.get_xdata()) == 2)  # one seed: no CI
   assert plots.claims_figure([cs[2]]) is None
+  welch = claims.trained("fig5.video_gentler_than_images", "c", "p", {0: 1.0, 1: 3.0, 2: 2.0}, {0: 0.0, 1: 0.5, 2: 2.0},
+                         relation="beats", tolerance=0.0)
+  with pytest.raises(ValueError, match=r"unpaired \(Welch\): \['fig5.video_gentler_than_images'\]"):
+    plots.claims_figure([cs[0], welch])
 
 
 def _point(gflops, acc, e_c=None, width=None, train_e_c="own", learned=True):

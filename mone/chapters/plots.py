@@ -180,7 +180,7 @@ def _paired_ci(values) -> tuple[float, float]:
 
 
 def claims_figure(claims: list[dict], title: str = ""):
-  """One row per trained claim: the per-seed differences (dots, a strip plot), their mean and
+  """One row per trained claim, paired (`claims.PAIRING`): the per-seed differences (dots, a strip plot), their mean and
   95% CI (diamond and bar, a point plot with the claims' own t-interval, coloured by verdict)
   and the region that reproduces the claim (green band). Returns the figure, or None when no
   claim was decided from trained models."""
@@ -192,6 +192,9 @@ def claims_figure(claims: list[dict], title: str = ""):
   rows = [c for c in claims if c["kind"] == "trained" and c.get("per_seed")]
   if not rows:
     return None
+  if unpaired := [c["id"] for c in rows if c.get("test") == "welch"]:
+    # Its per-seed differences pair nothing, and its interval is Welch's, not the one drawn here.
+    raise ValueError(f"claims_figure draws paired differences; these claims are unpaired (Welch): {unpaired}")
   df = pd.DataFrame([{"claim": c["id"], "difference": v} for c in rows for v in c["per_seed"]])
   order = [c["id"] for c in rows]  # first on top: seaborn puts a categorical y axis's first level there
   fig, ax = plt.subplots(figsize=(7.5, 0.75 * len(rows) + 1.3))
