@@ -74,3 +74,9 @@ def test_device_matrix_shows_each_arm_per_seed_and_every_device_a_resumed_run_tr
   assert rows[3] == "| MoNE | CPU (1 core) then H200 | H100 |"
   assert len(rows) == 4  # a single-seed study has no pairs to cross
   assert devices.device_matrix([("study", 0, cpu)]).startswith("No arm")
+
+
+def test_the_page_says_where_the_seed_plan_stands_after_the_arms():
+  page = devices.markdown([], {"verdict": "too few twins"}, "| arm |\n", "3 of 13 CPU twins have landed.")
+  assert page.index("## Where every arm trained") < page.index("## Where the seed plan stands\n\n3 of 13 CPU twins have landed.")
+  assert "Where the seed plan stands" not in devices.markdown([], {"verdict": "too few twins"}, "| arm |\n")

@@ -101,6 +101,27 @@ def reading(path):
   return twin if twin.exists() and single_device() else path
 
 
+def progress() -> dict:
+  """Where the plan stands: {'twins': (landed, planned) of `twin_runs`, 'extra': (landed,
+  planned) of `extra_runs`, 'single_device': whether the chapters read them yet}."""
+  twins = twin_runs()
+  landed = sum(twin_path(experiments.run_path(cfg)).exists() for _, cfg in twins)
+  return {"twins": (landed, len(twins)), "extra": extra_landed(), "single_device": single_device()}
+
+
+def progress_note(p: dict) -> str:
+  """`progress` in a reader's words (the devices page)."""
+  (tl, tp), (el, ep) = p["twins"], p["extra"]
+  seeds = f"{EXTRA_SEEDS[0]}-{EXTRA_SEEDS[-1]}"
+  if p["single_device"]:
+    return (f"All {tp} CPU twins and all {ep} runs of seeds {seeds} have landed: the chapters read the twins in place of "
+            f"their GPU originals and decide every planned claim at {len(SEEDS + EXTRA_SEEDS)} seeds, on one device.")
+  return (f"{tl} of {tp} CPU twins and {el} of {ep} runs of seeds {seeds} have landed. Until all have, the chapters read "
+          f"seeds {SEEDS[0]}-{SEEDS[-1]} as they trained, GPU runs included; then the twins replace their GPU originals and "
+          f"every planned claim is decided at {len(SEEDS + EXTRA_SEEDS)} seeds on one device (`mone.chapters.plan.seeds`, "
+          "fixed in `results/seed_plan.json` before any of those runs trained).")
+
+
 def extra_runs() -> list[tuple[str, recipes.TrainConfig]]:
   """(label, config) of the runs planned for EXTRA_SEEDS, in training order."""
   return [r for r in runs() if r[1].seed in EXTRA_SEEDS]
