@@ -80,3 +80,16 @@ def test_table1_notes_say_when_an_allocation_costs_other_flops_than_mone():
   assert "23.97 MFLOPs" in note and "(0.77x)" in note and "costlier" in note
   assert "cheaper" in headlines._flops_note("Uniform", 0.03094, 0.03517, 0.4)
   assert headlines._flops_note("Uniform", None, 0.03517, 0.4) == ""
+
+
+def test_the_summary_command_reads_only_the_seeds_the_chapters_read(tmp_path, monkeypatch, capsys):
+  # A run of the extra seeds that lands before the rest must not move a claim (plan.seeds).
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  plan._single_device.cache_clear()
+  for s, (vit, mone) in enumerate([(0.880, 0.878), (0.870, 0.871), (0.875, 0.873), (0.5, 0.9)]):
+    _land(plan.image(kind="vit", seed=s), vit, gflops=2.0)
+    _land(plan.mone(0.4, seed=s), mone, gflops=0.9)
+  headlines.main([])
+  out = capsys.readouterr().out
+  assert out.startswith(f"8 of {len(plan.runs())} planned runs landed; claims over the seeds the chapters read (0, 1, 2)")
+  assert "-0.10 points, 95% CI" in out and "3 seeds" in out  # seed 3's +40 points left out
