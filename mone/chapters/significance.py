@@ -104,18 +104,20 @@ def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> dict:
 def seeds_to_decide(mean: float, sd: float, relation: str, tolerance: float) -> int | None:
   """The fewest paired seeds n in [MIN_SEEDS, MAX_SEEDS] at which mean ± t(0.975, n-1) sd / sqrt(n)
   decides the claim (`claims.decide`), if the mean and sd held; None if none does."""
-  return claim_seeds_to_decide({"per_seed": [], "relation": relation, "tolerance": tolerance},
-                               lambda n: (mean, sd / math.sqrt(n), n - 1.0))
+  return _first_deciding(relation, tolerance, lambda n: (mean, sd / math.sqrt(n), n - 1.0))
 
 
-def claim_seeds_to_decide(c: dict, at=None) -> int | None:
-  """`seeds_to_decide` for a claim, paired or Welch's (`interval`); at(n) -> (mean, se, df) replaces
-  `interval(c, n)`."""
-  at = at or (lambda n: interval(c, n))
+def claim_seeds_to_decide(c: dict) -> int | None:
+  """`seeds_to_decide` for a claim from its own interval at n seeds, paired or Welch's (`interval`)."""
+  return _first_deciding(c["relation"], c["tolerance"], lambda n: interval(c, n))
+
+
+def _first_deciding(relation: str, tolerance: float, at) -> int | None:
+  """The fewest n in [MIN_SEEDS, MAX_SEEDS] whose t-interval, at(n) -> (mean, se, df), decides."""
   for n in range(claims_lib.MIN_SEEDS, MAX_SEEDS + 1):
     mean, se, df = at(n)
     half = float(scipy.stats.t.ppf(0.975, df)) * se
-    if claims_lib.decide(c["relation"], mean - half, mean + half, c["tolerance"]) != "inconclusive":
+    if claims_lib.decide(relation, mean - half, mean + half, tolerance) != "inconclusive":
       return n
   return None
 
