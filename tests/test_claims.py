@@ -2,6 +2,8 @@
 noise, too few seeds; the claims file format; the generated landing page."""
 import json
 
+import math
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -321,6 +323,19 @@ def test_welch_ci_is_scipys_unpaired_interval():
     claims.welch([1.0], [1.0, 2.0])
 
 
+def test_welch_se_df_from_variances_and_counts():
+  # With n values per arm the Welch-Satterthwaite df is (n - 1)(va + vb)^2 / (va^2 + vb^2): between
+  # n - 1 (one arm holds all the spread) and 2n - 2 (equal spreads).
+  se, df = claims.welch_se_df(4.0, 5, 1.0, 5)
+  assert se == pytest.approx(math.sqrt(5 / 5))
+  assert df == pytest.approx(4 * 25 / 17)
+  assert claims.welch_se_df(2.0, 6, 2.0, 6)[1] == pytest.approx(10.0)
+  assert claims.welch_se_df(3.0, 6, 0.0, 6)[1] == pytest.approx(5.0)
+  assert claims.welch_se_df(0.0, 3, 0.0, 4) == (0.0, 5.0)
+  with pytest.raises(ValueError, match="n_a and n_b must be at least 2, got 1 and 3"):
+    claims.welch_se_df(1.0, 1, 1.0, 3)
+
+
 def test_each_family_of_claims_is_paired_or_not_by_its_design():
   assert claims.pairing("fig5.video_gentler_than_images")[0] == "welch"
   assert claims.pairing("fig5.video.steeper_high_to_low")[0] == "paired"  # the longest prefix wins
@@ -407,3 +422,24 @@ def test_the_readme_is_left_alone_without_its_markers(tmp_path, capsys):
   assert capsys.readouterr() == ("", "")
   claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(tmp_path / "missing.md")])
   assert not (tmp_path / "missing.md").exists()
+
+
+def test_the_landing_figure_marks_the_unpaired_claim_apart(tmp_path, monkeypatch):
+  # The unpaired (Welch) interval shares the axis with paired ones: it must be told apart, dashed
+  # and named, and only it.
+  import matplotlib
+  matplotlib.use("Agg")
+  from mone.chapters import plots
+  rng = np.random.default_rng(3)
+  arm = lambda mu: {s: float(v) for s, v in enumerate(rng.normal(mu, 2, 3))}
+  cs = [claims.trained("fig5.video_gentler_than_images", "gentler", "p", arm(80), arm(70), relation="beats", tolerance=0),
+        claims.trained("fig3.mone_beats_mod", "beats MoD", "p", arm(80), arm(79), relation="beats", tolerance=0)]
+  drawn = {}
+  monkeypatch.setattr(plots, "save_png", lambda fig, path, dpi: drawn.update(fig=fig))
+  claims.landing_figure(cs, tmp_path / "landing.png")
+  ax = drawn["fig"].axes[0]
+  assert [t.get_text() for t in ax.get_yticklabels()] == ["fig3.mone_beats_mod", "fig5.video_gentler_than_images (unpaired)"]
+  intervals = [l for l in ax.lines if len(l.get_xdata()) == 2 and l.get_ydata()[0] == l.get_ydata()[1] and l.get_label()[0] == "_"]
+  styles = {int(l.get_ydata()[0]): l.get_linestyle() for l in intervals}
+  assert styles[0] == "-" and styles[1] != "-"  # y counts up from the last claim
+  assert "unpaired: Welch's CI from both arms" in [t.get_text() for t in ax.get_legend().get_texts()]

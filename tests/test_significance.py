@@ -59,7 +59,8 @@ def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tole
                        relation=relation, tolerance=tolerance)
     assert c["test"] == "welch"
     mean, se, df = significance.interval(c)
-    assert (mean, df) == pytest.approx((a.mean() - b.mean(), claims.welch(a, b)[2]), rel=1e-9)
+    assert (mean, se, df) == claims.welch(a, b)  # the verdict's own interval, to the last bit
+    assert significance.interval(c, n) == pytest.approx((mean, se, df), rel=1e-12)  # today's seeds, as n
     if c["verdict"] == "not reproduced" and relation == "beats":
       continue  # ruled out at high <= tolerance, tested paired above
     (got,) = significance.annotate({"05": [c]})["05"]

@@ -96,17 +96,27 @@ def paired_ci(diffs, level: float = 0.95) -> tuple[float, float, float]:
   return mean, mean - half, mean + half
 
 
+def welch_se_df(var_a: float, n_a: int, var_b: float, n_b: int) -> tuple[float, float]:
+  """(standard error, Welch-Satterthwaite degrees of freedom) of a difference of two independent
+  means, from each arm's sample variance and count (at least 2). No spread in either arm:
+  standard error 0, degrees of freedom n_a + n_b - 2 (the interval is then a point). `welch` calls
+  it with the arms' own counts; the power estimate (`significance.interval`) with n seeds per arm."""
+  if min(n_a, n_b) < 2:
+    raise ValueError(f"n_a and n_b must be at least 2, got {n_a} and {n_b}")
+  va, vb = var_a / n_a, var_b / n_b
+  se = math.sqrt(va + vb)
+  df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1)) if se > 0 else n_a + n_b - 2.0
+  return se, float(df)
+
+
 def welch(a, b) -> tuple[float, float, float]:
   """(mean(a) - mean(b), its standard error, Welch-Satterthwaite degrees of freedom) of two
-  independent samples of at least 2 values each. Identical values in both: standard error 0,
-  degrees of freedom len(a) + len(b) - 2 (the interval is then a point)."""
+  independent samples of at least 2 values each (`welch_se_df`)."""
   import numpy as np
   a, b = np.asarray(list(a), float), np.asarray(list(b), float)
   if a.ndim != 1 or b.ndim != 1 or min(len(a), len(b)) < 2:
     raise ValueError(f"a and b must be lists of at least 2 numbers, got {len(a)} and {len(b)} values")
-  va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-  se = float(np.sqrt(va + vb))
-  df = float((va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))) if se > 0 else len(a) + len(b) - 2.0
+  se, df = welch_se_df(float(a.var(ddof=1)), len(a), float(b.var(ddof=1)), len(b))
   return float(a.mean() - b.mean()), se, df
 
 
@@ -474,10 +484,11 @@ def answer(claims: list[dict]) -> str:
 
 def landing_figure(claims: list[dict], path) -> None:
   """The landing page's figure: every trained comparison's mean difference (MoNE minus
-  the baseline, in points) with its 95% CI, coloured by verdict (the mean hollow where the
-  family-wise verdict, `significance.annotate`, does not keep it), and the band or threshold its
-  claim must clear. matplotlib is imported here only: the book's environment has none and
-  only references the committed figure."""
+  the baseline, in points) with its 95% CI (paired; dashed where the claim is unpaired by
+  design, `PAIRING`), coloured by verdict (the mean hollow where the family-wise verdict,
+  `significance.annotate`, does not keep it), and the band or threshold its claim must clear.
+  matplotlib is imported here only: the book's environment has none and only references the
+  committed figure."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
@@ -487,7 +498,10 @@ def landing_figure(claims: list[dict], path) -> None:
   fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(cs) + 1.3))
   for y, c in enumerate(reversed(cs)):
     lo, hi = c["ci95"]
-    ax.plot([lo, hi], [y, y], color=colour[c["verdict"]], lw=2.5, solid_capstyle="butt")
+    # An unpaired claim's interval (Welch's, from both arms) is drawn dashed: it is not a CI of
+    # paired differences like the others on this axis.
+    ax.plot([lo, hi], [y, y], color=colour[c["verdict"]], lw=2.5, solid_capstyle="butt",
+            ls=(0, (2, 1)) if c.get("test") == "welch" else "-")
     lost = c.get("verdict_familywise", c["verdict"]) != c["verdict"]  # decided alone, not family-wise
     ax.plot(c["measured"], y, "o", color=colour[c["verdict"]], ms=6 if lost else 5, mfc="white" if lost else None)
     tol = c["tolerance"]
@@ -496,10 +510,13 @@ def landing_figure(claims: list[dict], path) -> None:
     elif c["relation"] == "no_worse":
       ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
   ax.axvline(0, color="k", lw=0.8)
-  ax.set_yticks(range(len(cs)), [c["id"] for c in reversed(cs)], fontsize=8)
+  ax.set_yticks(range(len(cs)), [c["id"] + (" (unpaired)" if c.get("test") == "welch" else "") for c in reversed(cs)],
+                fontsize=8)
   ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over seeds")
   for v, col in colour.items():
     ax.plot([], [], color=col, lw=2.5, label=v)
+  if any(c.get("test") == "welch" for c in cs):
+    ax.plot([], [], color="0.3", lw=2.5, ls=(0, (2, 1)), label="unpaired: Welch's CI from both arms")
   if any(c.get("verdict_familywise", c["verdict"]) != c["verdict"] for c in cs):
     ax.plot([], [], "o", color="0.3", mfc="white", label="not kept family-wise (Holm, 5%)")
   ax.fill_between([], [], color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie")

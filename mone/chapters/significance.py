@@ -47,10 +47,10 @@ def interval(c: dict, n: int | None = None) -> tuple[float, float, float]:
   (per arm) if today's spread held (`seeds_to_decide`, `power_figure`)."""
   if c.get("test") == "welch":
     a, b = np.asarray(c["per_seed_mone"], float), np.asarray(c["per_seed_baseline"], float)
-    va, vb, n = float(a.var(ddof=1)), float(b.var(ddof=1)), n or len(a)
-    se = math.sqrt((va + vb) / n)
-    df = (n - 1) * (va + vb) ** 2 / (va ** 2 + vb ** 2) if se > 0 else 2.0 * n - 2  # Welch-Satterthwaite, n per arm
-    return float(a.mean() - b.mean()), se, df
+    if n is None:
+      return claims_lib.welch(a, b)
+    return (float(a.mean() - b.mean()),
+            *claims_lib.welch_se_df(float(a.var(ddof=1)), n, float(b.var(ddof=1)), n))  # n seeds per arm
   d = np.asarray(c["per_seed"], float)
   n = n or len(d)
   return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1.0
