@@ -134,10 +134,12 @@ endif
 INPUTS := .cache/figures/$(PROFILE)$(if $(SEED),-seed$(SEED))
 EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 
-# The book's verdict changes against the first small profile (book/changes.md) follow the small profile only.
+# The book's verdict changes against the first small profile (book/changes.md) and at three seeds
+# (book/seed_changes.md) follow the small profile only.
 figures: $(EXECUTED)
 	$(PY) -m mone.chapters.claims $(VERDICTS) --figures $(if $(filter small,$(PROFILE)),--readme README.md)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/seed_plan_changes.md --compare results/three_seeds --kind trained)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.devices book/devices.md)
 
 # In order: a chapter reuses the runs of the chapters before it.

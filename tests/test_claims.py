@@ -199,6 +199,16 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   changes = (results.REPO / "book" / "first_profile_changes.md").read_text()
   assert changes == claims.changes(claims.load(first), claims.load(results.RESULTS)), \
       "run `python -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile`"
+  # So is the page of verdicts at three seeds beside today's, over the trained claims. Until the seed
+  # plan's runs are read, the chapters decide from seeds 0-2 and the kept three-seed claims are
+  # theirs: a claim's test or wording changed before then is changed there too.
+  three = claims.of_kind(claims.load(results.RESULTS / "three_seeds"), "trained")
+  now = claims.of_kind(claims.load(results.RESULTS), "trained")
+  assert (results.REPO / "book" / "seed_plan_changes.md").read_text() == claims.changes(three, now), \
+      "run `python -m mone.chapters.claims book/seed_plan_changes.md --compare results/three_seeds --kind trained`"
+  from mone.chapters import plan
+  if not plan.single_device():
+    assert three == now, "the chapters still read seeds 0-2: copy results/<chapter>/claims.json into results/three_seeds/"
   for chapter, cs in claims.load(results.RESULTS).items():
     assert cs and all(c["id"].split(".")[0] for c in cs), chapter
     json.dumps(cs)
@@ -443,3 +453,14 @@ def test_the_landing_figure_marks_the_unpaired_claim_apart(tmp_path, monkeypatch
   styles = {int(l.get_ydata()[0]): l.get_linestyle() for l in intervals}
   assert styles[0] == "-" and styles[1] != "-"  # y counts up from the last claim
   assert "unpaired: Welch's CI from both arms" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_of_kind_keeps_one_kind_of_claim_and_the_chapters_that_have_it():
+  t = claims.trained("fig3.x", "c", "p", {0: 1.0, 1: 2.0, 2: 3.0}, {0: 0.0, 1: 0.0, 2: 0.0}, relation="beats", tolerance=0)
+  a = claims.arithmetic("fig3.flops", "c", 2.0, 2.0, tolerance=0.1)
+  chapters = {"03": [t, a], "08": [a]}
+  assert claims.of_kind(chapters, "trained") == {"03": [t]}
+  assert claims.of_kind(chapters, "arithmetic") == {"03": [a], "08": [a]}
+  assert claims.of_kind(chapters, "timing") == {}
+  with pytest.raises(ValueError, match="kind must be one of"):
+    claims.of_kind(chapters, "trainer")

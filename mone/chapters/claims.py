@@ -631,6 +631,15 @@ def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
   return head + "\n".join(rows) + "\n"
 
 
+def of_kind(chapters: dict[str, list[dict]], kind: str) -> dict[str, list[dict]]:
+  """{chapter: claims} (as `load` returns) keeping only the claims of `kind`, and only the
+  chapters that have one."""
+  if kind not in KINDS:
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+  kept = {chapter: [c for c in cs if c["kind"] == kind] for chapter, cs in chapters.items()}
+  return {chapter: cs for chapter, cs in kept.items() if cs}
+
+
 def summary(claims: list[dict]) -> str:
   """One line per claim, for a notebook's closing cell: verdict, id, the measured value with
   its CI and seeds, or why it is inconclusive or not testable."""
@@ -696,6 +705,8 @@ def main(argv=None):
   ap.add_argument("--results", default=None, help="results folder (default: the repository's, or $MONE_RESULTS_DIR)")
   ap.add_argument("--compare", metavar="OLD_RESULTS", default=None,
                   help="write instead the table of verdict changes from OLD_RESULTS' claims to --results' (`changes`)")
+  ap.add_argument("--kind", choices=KINDS, default=None,
+                  help="with --compare: only the claims of this kind (e.g. trained: what more seeds can move)")
   ap.add_argument("--figures", action="store_true", help=f"also draw the landing figure (results/{LANDING_FIGURE}; needs matplotlib)")
   ap.add_argument("--readme", metavar="README", default=None,
                   help="also rewrite the answer between README's <!-- answer:start --> and <!-- answer:end --> lines")
@@ -705,7 +716,10 @@ def main(argv=None):
   if args.compare:
     if not any(Path(args.compare).glob("*/claims.json")):
       raise SystemExit(f"--compare: no */claims.json under {args.compare}")
-    results.atomic_write_text(args.out, changes(load(args.compare), load(args.results)))
+    old, new = load(args.compare), load(args.results)
+    if args.kind:
+      old, new = of_kind(old, args.kind), of_kind(new, args.kind)
+    _write_if_changed(Path(args.out), changes(old, new), results)
     return
   root = Path(args.results) if args.results else results.results_root()
   # Holm needs every chapter's claims: the family-wise verdicts and p-values go back into each file.
