@@ -14,9 +14,13 @@ compilation and evaluation included). Each worker trains every N-th run left (`s
 worker's run resumes from its checkpoints as on a CPU. On a GPU the runs' float32 matmuls are at
 precision "highest", full float32 as the CPU computes them (JAX's GPU default may use TF32);
 MONE_MATMUL_PRECISION overrides it (`matmul_precision`), and every run file records it.
+The repository's seed plan trains on the CPU (its amendment: every paired difference the chapters
+read is between two CPU runs), so on a GPU the queue refuses it (`plan.trains_on`) unless told
+--allow-gpu. A results folder of one's own holds no plan and trains anywhere, e.g. the whole
+profile retrained on one GPU:
 
-  XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_FLAGS=--xla_gpu_deterministic_ops=true \
-      python3 scripts/train_queue.py --only digits64- --workers 8
+  MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \
+      XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
 On a small CPU, one worker per core trains more steps than one worker on all of them: XLA:CPU
 splits these small ops poorly across threads. On the 2-core CPU (digits64, batch 64), two workers
@@ -85,6 +89,13 @@ def gpu_present() -> bool:
   return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
 
 
+def jax_may_use_gpu(environ) -> bool:
+  """Whether JAX in a worker would train on this machine's GPU: one is present and $JAX_PLATFORMS
+  (where set) allows CUDA."""
+  platforms = environ.get("JAX_PLATFORMS", "")
+  return gpu_present() and (not platforms or any(p in platforms for p in ("cuda", "gpu")))
+
+
 def matmul_precision(environ, gpu: bool) -> str | None:
   """The float32 matmul precision the queue's runs train at: the user's $MONE_MATMUL_PRECISION where
   set; else "highest" on a GPU (float32 matmuls in full float32, as the CPU computes them: JAX's GPU
@@ -105,9 +116,12 @@ def main():
                        "leaves the chip mostly idle, else 1)")
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
+  ap.add_argument("--allow-gpu", action="store_true",
+                  help="train on this machine's GPU even where the seed plan says CPU (plan.trains_on); its paired "
+                       "differences then cross devices")
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   args = ap.parse_args()
-  gpu = gpu_present() if args.workers is None or not os.environ.get("MONE_MATMUL_PRECISION") else False
+  gpu = jax_may_use_gpu(os.environ)
   if args.workers is None:
     args.workers = 8 if gpu else 1
   if precision := matmul_precision(os.environ, gpu):
@@ -129,6 +143,13 @@ def main():
     os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / plan.TWINS)
   else:
     candidates = plan.runs()
+  # The seed plan's amendment keeps every paired difference on the CPU: a planned run trained on a
+  # GPU would cross devices again. A worker inherits the check from the queue that started it.
+  cpu_only = args.twins or plan.trains_on(experiments.results_root()) == "cpu"
+  if cpu_only and gpu and args.worker is None and not (args.list or args.allow_gpu):
+    ap.error("this machine has a GPU, and the seed plan trains its runs on the CPU (results/seed_plan.json's "
+             "amendment: every paired difference between two CPU runs): set JAX_PLATFORMS=cpu, train into a "
+             "results folder of one's own (MONE_RESULTS_DIR), or pass --allow-gpu")
   runs = [r for r in candidates if args.only in experiments.run_path(r[1]).name]
   if not runs:
     ap.error(f"no run's file name contains --only {args.only!r}")

@@ -82,22 +82,63 @@ def test_the_queue_trains_a_gpu_at_highest_matmul_precision_unless_told_otherwis
   assert pick({"MONE_MATMUL_PRECISION": "high"}, gpu=False) == "high"
 
 
-def test_on_a_gpu_the_workers_start_with_highest_precision_and_eight_of_them(monkeypatch):
-  started = []
+class _Done:  # a worker that has finished
+  def wait(self):
+    return 0
 
-  class Done:  # a worker that has finished
-    def wait(self):
-      return 0
+
+def _fake_gpu(monkeypatch, argv, environ=None):
+  """Runs the queue's main as on a machine with a GPU, starting no real worker: the (command,
+  matmul precision) of each worker it would start."""
+  started = []
 
   def start(command, core, **popen):
     started.append((command, os.environ.get("MONE_MATMUL_PRECISION")))
-    return Done()
+    return _Done()
 
-  import jax
   monkeypatch.setenv("MONE_MATMUL_PRECISION", "")  # unset for the queue; restored after the test
+  monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+  for k, v in (environ or {}).items():
+    monkeypatch.setenv(k, v)
   monkeypatch.setattr(train_queue, "gpu_present", lambda: True)
   monkeypatch.setattr(train_queue, "start_worker", start)
-  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-"])
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", *argv])
+  return started
+
+
+def test_the_repositorys_seed_plan_trains_on_the_cpu_not_on_a_gpu(monkeypatch, capsys):
+  from mone.chapters import plan
+  assert plan.trains_on(results.RESULTS) == "cpu"  # the committed plan has its device amendment
+  for argv in (["--only", "digits64-"], ["--twins"]):
+    started = _fake_gpu(monkeypatch, argv)
+    with pytest.raises(SystemExit) as exit_info:
+      train_queue.main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and not started
+    assert "the seed plan trains its runs on the CPU" in err and "set JAX_PLATFORMS=cpu" in err
+  # JAX kept on the CPU of a GPU machine: the plan trains there, one worker, CPU numerics.
+  started = _fake_gpu(monkeypatch, ["--only", "digits64-", "--workers", "2"], {"JAX_PLATFORMS": "cpu"})
+  with pytest.raises(SystemExit) as exit_info:
+    train_queue.main()
+  assert exit_info.value.code == 0 and [p for _, p in started] == ["", ""]
+
+
+def test_the_plan_names_its_device_only_where_its_amendment_is(tmp_path):
+  from mone.chapters import plan
+  assert plan.trains_on(tmp_path) is None  # a results folder of one's own: any device
+  results.atomic_write_json(tmp_path / "seed_plan.json", {"seeds": [0, 1, 2, 3, 4]})
+  assert plan.trains_on(tmp_path) is None
+  results.atomic_write_json(tmp_path / "seed_plan.json", {"seeds": [0, 1, 2, 3, 4], "amendment": {}})
+  assert plan.trains_on(tmp_path) == "cpu"
+
+
+@pytest.mark.parametrize("how", ["allow-gpu", "own results"])
+def test_on_a_gpu_the_workers_start_with_highest_precision_and_eight_of_them(how, monkeypatch, tmp_path):
+  if how == "allow-gpu":
+    started = _fake_gpu(monkeypatch, ["--only", "digits64-", "--allow-gpu"])
+  else:
+    started = _fake_gpu(monkeypatch, ["--only", "digits64-"], {"MONE_RESULTS_DIR": str(tmp_path)})
+  import jax
   try:
     with pytest.raises(SystemExit) as exit_info:
       train_queue.main()

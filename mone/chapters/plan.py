@@ -13,6 +13,7 @@ The configs are those the chapters ask for: `experiments.image_config('small')` 
 `video_config('small', task)` start from the same recipes (a test checks that they agree).
 """
 import functools
+from pathlib import Path
 
 from mone import capacity, results
 from mone.chapters import analysis, experiments
@@ -74,9 +75,8 @@ def twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
   return out
 
 
-def twin_path(path) -> "Path":
+def twin_path(path) -> Path:
   """Where the CPU twin of a committed results file (a run file or router weights) lives."""
-  from pathlib import Path
   path = Path(path)
   return experiments.results_root() / TWINS / path.parent.name / path.name
 
@@ -375,6 +375,15 @@ def seed_plan(chapters: dict[str, list[dict]]) -> dict:
       "claims": planned,
       "runs": [{"label": label, "run_file": experiments.run_path(cfg).name} for label, cfg in extra_runs()],
   }
+
+
+def trains_on(root) -> str | None:
+  """The device a planned run that has not landed must train on: "cpu" where `root` holds the seed
+  plan with its device amendment (`amendment`: every paired difference the chapters read is between
+  two CPU runs, so a run trained elsewhere would cross devices again), else None, any device (a
+  results folder of one's own, e.g. the whole profile retrained on one GPU)."""
+  path = Path(root) / "seed_plan.json"
+  return "cpu" if path.is_file() and "amendment" in results.read_json(path) else None
 
 
 def amendment(twins_so_far: dict) -> dict:
