@@ -80,3 +80,12 @@ def test_the_page_says_where_the_seed_plan_stands_after_the_arms():
   page = devices.markdown([], {"verdict": "too few twins"}, "| arm |\n", "3 of 13 CPU twins have landed.")
   assert page.index("## Where every arm trained") < page.index("## Where the seed plan stands\n\n3 of 13 CPU twins have landed.")
   assert "Where the seed plan stands" not in devices.markdown([], {"verdict": "too few twins"}, "| arm |\n")
+
+
+def test_the_page_names_each_model_as_the_chapters_do():
+  row = {"run": "r", "e_c": None, "seed": 1, "router": "learned", "original": "NVIDIA H100", "twin": "cpu",
+         "original_acc": 80.0, "twin_acc": 81.0, "diff": 1.0}
+  page = devices.markdown([{**row, "kind": k} for k in ("matvit", "mod", "vit")], {"verdict": "too few twins"})
+  assert "| r | MatViT | 1 |" in page and "| r | MoD | 1 |" in page and "| r | ViT | 1 |" in page
+  page = devices.markdown([{**row, "kind": "mone", "e_c": 0.3, "router": "random"}], {"verdict": "too few twins"})
+  assert "| r | MoNE e_c=0.3, random router | 1 |" in page
