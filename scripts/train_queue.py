@@ -163,7 +163,10 @@ def main():
     os.sched_setaffinity(0, {cores[0]})  # before JAX sizes its thread pool
   if args.list:
     by_name = {p.name: json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))}
-    finished = list(by_name.values())
+    # The other folder's runs time configs too: the CPU twins those that first trained on a GPU (MoD
+    # has no other CPU run). Listed first, so that a config's own run here wins where both have one.
+    others = results.RESULTS / "runs" if args.twins else experiments.results_root() / plan.TWINS / "runs"
+    finished = [json.loads(p.read_text()) for p in sorted(others.glob("*.json"))] + list(by_name.values())
     left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
       state, estimate = status(cfg), plan.estimate_seconds(cfg, finished)

@@ -1,5 +1,6 @@
 """scripts/train_queue.py: how workers share the plan's runs, and its errors on bad options."""
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +161,25 @@ def test_an_unknown_matmul_precision_stops_the_queue_in_one_line(monkeypatch, ca
   assert err.strip().splitlines()[-1].endswith("MONE_MATMUL_PRECISION must be one of 'default', 'high', 'highest' "
                                                "(or another jax_default_matmul_precision value, e.g. 'tensorfloat32'), "
                                                "got 'fastest'")
+
+
+def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(tmp_path):
+  # MoD trained on GPUs only; its CPU twins are the only CPU runs that time it.
+  from mone.chapters import experiments, plan
+  from mone.train import steps
+  mod = [cfg for label, cfg in plan.runs() if label.startswith("MoD, seed ")]
+  env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path)}
+  cmd = [sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--list", "--only", "digits64-mod-"]
+  rows = lambda out: [line for line in out.splitlines() if "digits64-mod-" in line]
+  before = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+  assert before.returncode == 0, before.stderr
+  assert len(rows(before.stdout)) == len(mod) and all("? h" in r for r in rows(before.stdout))
+  twin = tmp_path / plan.TWINS / "runs" / experiments.run_path(mod[0]).name
+  twin.parent.mkdir(parents=True)
+  twin.write_text(json.dumps({"name": mod[0].name, "kind": mod[0].kind, "seed": mod[0].seed,
+                              "config_hash": results.config_hash(mod[0]), "device": {"kind": "cpu"},
+                              "train_steps": 8000, "wall_time_s": 7200.0,
+                              "train_gflops": steps.train_gflops(mod[0])}))
+  after = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+  assert after.returncode == 0, after.stderr
+  assert all("~2.0 h" in r for r in rows(after.stdout)), rows(after.stdout)  # every seed: the same config's rate
