@@ -99,6 +99,13 @@ def _fake_gpu(monkeypatch, argv, environ=None):
 
   monkeypatch.setenv("MONE_MATMUL_PRECISION", "")  # unset for the queue; restored after the test
   monkeypatch.delenv("JAX_PLATFORMS", raising=False)
+  # --twins points MONE_RESULTS_DIR at the twins' folder in this process: recorded here, so that the
+  # tests after this one read the repository's results again.
+  # (delenv of an unset name records nothing: setenv first records that it was unset.)
+  original = os.environ.get("MONE_RESULTS_DIR")
+  monkeypatch.setenv("MONE_RESULTS_DIR", original or "")
+  if original is None:
+    monkeypatch.delenv("MONE_RESULTS_DIR")
   for k, v in (environ or {}).items():
     monkeypatch.setenv(k, v)
   monkeypatch.setattr(train_queue, "gpu_present", lambda: True)
