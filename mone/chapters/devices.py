@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import claims
+from mone.chapters import claims, plots
 
 TWINS = "device_twins"
 
@@ -101,9 +101,6 @@ def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
   return "\n".join(out) + "\n"
 
 
-_MODEL = {"vit": "ViT", "matvit": "MatViT", "mod": "MoD"}  # a run file's kind, as the chapters name the model
-
-
 def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "") -> str:
   """The book's page on the device effect: the twins, their verdict, where every arm trained
   (`device_matrix`) and where the seed plan stands (`plan.progress_note`)."""
@@ -121,7 +118,7 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "") -
   out += ["| run | model | seed | original: device | accuracy | twin: device | accuracy | difference |",
           "|---|---|---|---|---|---|---|---|"]
   for r in rows:
-    model = (_MODEL.get(r["kind"], r["kind"]) if r["kind"] != "mone" else
+    model = (plots.KIND_NAMES.get(r["kind"], r["kind"]) if r["kind"] != "mone" else
              f"MoNE e_c={r['e_c']}" + (", random router" if r["router"] == "random" else ""))
     out.append(f"| {r['run']} | {model} | {r['seed']} | {r['original']} | {r['original_acc']:.2f} | {r['twin']} | "
                f"{r['twin_acc']:.2f} | {r['diff']:+.2f} |")

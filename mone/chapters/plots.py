@@ -39,10 +39,10 @@ MODEL_COLORS = {
     # Table 1's capacity allocations (MoNE's own is "MoNE"); MoD Greedy is MoD's rule, so MoD's colour.
     "Proportionate": "#ca9161", "Uniform": "#6a3d9a", "Greedy": "#de8f05", "MoD Greedy": "#029e73",
 }
-# Other names the chapters give these models: run kinds (metrics["kind"]), chapter 07's routers,
-# Figure 5's adaptive model.
-_ALIASES = {"vit": "ViT", "matvit": "MatViT", "mone": "MoNE", "mod": "MoD",
-            "learned router": "MoNE", "random router": "MoNE, random router",
+# A run file's kind (metrics["kind"]) as the chapters name its model.
+KIND_NAMES = {"vit": "ViT", "matvit": "MatViT", "mone": "MoNE", "mod": "MoD"}
+# Other names the chapters give these models: run kinds, chapter 07's routers, Figure 5's adaptive model.
+_ALIASES = {**KIND_NAMES, "learned router": "MoNE", "random router": "MoNE, random router",
             "MoNE adaptive, isoFLOPs": "MoNE adaptive", "Train Adaptive": "MoNE adaptive"}
 # How far seed s's colour is mixed towards white (seed s % 5): seed 0 in the model's own colour.
 SEED_SHADES = (0.0, 0.3, 0.5, 0.65, 0.78)
