@@ -170,12 +170,12 @@ def test_an_unknown_matmul_precision_stops_the_queue_in_one_line(monkeypatch, ca
                                                "got 'fastest'")
 
 
-def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(tmp_path):
+def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(tmp_path, monkeypatch):
   # MoD trained on GPUs only; its CPU twins are the only CPU runs that time it.
   from mone.chapters import experiments, plan
   from mone.train import steps
   mod = [cfg for label, cfg in plan.runs() if label.startswith("MoD, seed ")]
-  env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path)}
+  env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path), "MONE_CACHE_DIR": str(tmp_path / "cache")}
   cmd = [sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--list", "--only", "digits64-mod-"]
   rows = lambda out: [line for line in out.splitlines() if "digits64-mod-" in line]
   before = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
@@ -187,6 +187,15 @@ def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(
                               "config_hash": results.config_hash(mod[0]), "device": {"kind": "cpu"},
                               "train_steps": 8000, "wall_time_s": 7200.0,
                               "train_gflops": steps.train_gflops(mod[0])}))
+  # A run in progress is listed with the part of it left: seed 1 logged step 6000 of 8000.
+  assert steps.num_train_steps(mod[1]) == 8000
+  with monkeypatch.context() as m:
+    m.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+    log = experiments.workdir(mod[1]) / "metrics.jsonl"
+  log.parent.mkdir(parents=True)
+  log.write_text(json.dumps({"step": 5975}) + "\n" + json.dumps({"step": 6000}) + "\n")
   after = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
   assert after.returncode == 0, after.stderr
-  assert all("~2.0 h" in r for r in rows(after.stdout)), rows(after.stdout)  # every seed: the same config's rate
+  found = rows(after.stdout)
+  assert "at step 6000" in found[1] and "~0.5 h left" in found[1], found
+  assert all("~2.0 h" in r and "left" not in r for i, r in enumerate(found) if i != 1), found  # the same config's rate
