@@ -248,7 +248,8 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
     sel = [r for r in rows if r["group"] == group.name]
     settings = {r["setting"] for r in sel}
     want = {"default"} | {f"{s['name']}={s['reference']}" for s in out["switches"]
-                          if s["available"] and s["name"] in group.switch_names and group.mode in s["modes"]}
+                          if s["available"] and s["name"] in group.switch_names and group.mode in s["modes"]
+                          and group.family in s["families"]}
     assert settings == want, group.name
     assert {(r["model"], r["e_c"]) for r in sel if r["setting"] == "default"} == set(group.contenders)
     for r in sel:
@@ -261,6 +262,12 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
       # The switch's XLA options reach that compilation alone.
       off = r["setting"] == "command_buffers=off"
       assert r["compiler_options"] == (switches["command_buffers"]["options"] if off else None)
+  # The scanned encoder is the video family's default (its compile time), flipped back in its groups;
+  # the image rows keep the config's own default (unrolled), never flipped.
+  video = [r for r in rows if r["group"].startswith("vivit-")]
+  assert {r["layer_loop"] for r in video if r["setting"] == "default"} == {"scan"}
+  assert {r["layer_loop"] for r in video if r["setting"] == "layer_loop=unroll"} == {"unroll"}
+  assert all(r["layer_loop"] is None for r in rows if r["group"].startswith("vit-"))
   cfg = config.vit("tiny/8", depth=1)
   mone = next(r for r in rows if r["group"] == "vit-forward-2" and r["model"] == "mone" and r["setting"] == "default")
   assert np.isclose(mone["flop_ratio"], flops.gflops(cfg) / flops.gflops(cfg, "mone", 0.3))
@@ -271,7 +278,8 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
 def test_tiny_report_checks_each_fast_path_against_its_reference(tiny_report):
   out, _ = tiny_report
   checks = out["correctness"]
-  for name, field in (("attention", "attention"), ("grad_barrier", "grad_barrier"), ("fused_mlp", "mlp")):
+  for name, field in (("attention", "attention"), ("grad_barrier", "grad_barrier"), ("fused_mlp", "mlp"),
+                      ("layer_loop", "layer_loop")):
     mine = [c for c in checks if c["switch"] == name]
     if not _has_field(field):  # the model configs do not have this switch yet
       assert [c["status"] for c in mine] == [f"unavailable: no config field {field!r}"]

@@ -14,14 +14,17 @@ What it does, most important first (`plan`), one group at a time:
    implementation ('cudnn' on a GPU, 'dot_product' elsewhere, against 'xla', today's reference
    attention), the gradient barrier ('off' against 'on', today's `layers.materialize_grad`
    conditional in every block's backward) and the fused nested-MLP kernel (config mlp 'pallas',
-   `mone.models.fused_mlp`, against 'xla'). A fast path that fails to run, or passes no bfloat16
+   `mone.models.fused_mlp`, against 'xla') and the scanned encoder (config layer_loop 'scan',
+   `mone.models.layers.run_blocks`, against 'unroll'). A fast path that fails to run, or passes no bfloat16
    check, is timed no further: later groups use its reference value (the switch is marked 'disabled').
 2. timing: ViT-B/16 forward at batch 256 and 64 and its training step at 64 and 256, dense vs
    MoNE e_c 0.3, in the default setting (every switch at its GPU value) and with each switch
    turned back to its reference value alone (XLA's command buffers are a compiler option of one
    compilation: `.lower(...).compile(compiler_options)`); then the per-operation summary; then MoNE
    at e_c 0.5 and 1.0 and MatViT's sub-models of the nearest FLOPs (default setting); then
-   ViViT-B/16x2 (16 frames, batch 8) forward and its training step. bfloat16, whole batches,
+   ViViT-B/16x2 (16 frames, batch 8) forward and its training step, by default with its encoder
+   scanned (the unrolled training step outlasted 200 s of compilation) and with it unrolled
+   (the scan is the video family's default alone: `Switch.families`). bfloat16, whole batches,
    contenders of a group timed round-robin (`timing.time_round_robin`), medians of --reps (10).
    A row's speed-up is against the fastest dense row of its group with the same attention
    implementation. Every compiled function's lower and compile times are recorded.
@@ -38,7 +41,7 @@ after imports), recording what it was doing (e.g. a compilation that never finis
 is written atomically after every group, so a killed run still leaves everything it measured.
 One progress line per group goes to stdout; the summary is printed last.
 
---tiny runs the same code paths on the CPU with tiny one-layer models (ViT tiny/8 at batch 2, a
+--tiny runs the same code paths on the CPU with tiny one-layer models (ViT tiny/8 at batch 2, a two-layer
 4-frame tiny ViViT forward; no large-batch groups, training sweep or ViViT training step, which
 repeat those paths), 2 repetitions: a check of the machinery, not a measurement. --groups runs a
 subset (e.g. what a first call had to skip), --switches flips only the switches named.
@@ -82,6 +85,9 @@ class Switch:
   kind: str
   note: str
   field: str | None = None  # kind 'config': the model config field it sets, if not its name
+  # The families whose default setting takes `fast` (elsewhere the config's own default stays,
+  # and the switch is never flipped there).
+  families: tuple = ("check", "image", "video")
 
   @property
   def config_field(self) -> str:
@@ -109,6 +115,11 @@ def switches(backend: str) -> tuple:
              "each group's MLP as one Pallas kernel keeping the 4D-wide hidden layer on chip "
              "(mone.models.fused_mlp; model config mlp='pallas') against the XLA expression ('xla')"
              + ("" if gpu else " (interpret mode on this backend)"), field="mlp"),
+      # Compile time: the ViViT training step outlasted 200 s unrolled. Scanned only where that
+      # is the problem (and in the correctness check), until its run-time cost is measured.
+      Switch("layer_loop", "scan", "unroll", ("forward", "train"), "config",
+             "the encoder's blocks as one jax.lax.scan over their stacked weights (one block compiled; "
+             "mone.models.layers.run_blocks) against one traced block per layer", families=("check", "video")),
   )
 
 
@@ -149,9 +160,9 @@ class Family:
 
 
 def families(tiny: bool) -> dict:
-  if tiny:  # one layer each: compiling is nearly all of a tiny run's time
+  if tiny:  # one layer each (two for the video's scanned encoder): compiling is nearly all of a tiny run's time
     one = (("depth", 1),)
-    out = [Family("image", "tiny/8", (4, 2), one), Family("video", "tiny/8x2", (2,), one, num_frames=4),
+    out = [Family("image", "tiny/8", (4, 2), one), Family("video", "tiny/8x2", (2,), (("depth", 2),), num_frames=4),
            Family("check", "tiny/8", (2,), one + (("head_zeroinit", False),))]
   else:
     # The correctness model: ViT-B/16's geometry (width, heads, tokens) at depth 2, classifier
@@ -178,7 +189,7 @@ class Group:
 
 CORE = (("dense", None), ("mone", 0.3))
 E_C_SWEEP = (("dense", None), ("mone", 0.3), ("mone", 0.5), ("mone", 1.0), ("matvit", 0.3), ("matvit", 0.5))
-ALL_SWITCHES = ("attention", "grad_barrier", "command_buffers", "fused_mlp")
+ALL_SWITCHES = ("attention", "grad_barrier", "command_buffers", "fused_mlp", "layer_loop")
 
 
 def plan(fams: dict, tiny: bool = False) -> list:
@@ -197,8 +208,8 @@ def plan(fams: dict, tiny: bool = False) -> list:
       core("train", big),
       sweep("forward", big), sweep("forward", small), sweep("train", small),
       Group(f"vivit-forward-{vb}", "timing", "video", "forward", vb,
-            (("dense", None), ("mone", 0.3), ("mone", 0.5), ("mone", 1.0)), CORE, ("attention",)),
-      Group(f"vivit-train-{vb}", "timing", "video", "train", vb, CORE),
+            (("dense", None), ("mone", 0.3), ("mone", 0.5), ("mone", 1.0)), CORE, ("attention", "layer_loop")),
+      Group(f"vivit-train-{vb}", "timing", "video", "train", vb, CORE, CORE, ("layer_loop",)),
   ]
   if tiny:
     large = {f"vit-forward-{big}", f"vit-train-{big}", f"vit-forward-{big}-e_c", f"vit-train-{small}-e_c",
@@ -572,12 +583,13 @@ class Report:
         s["disabled"] = why
     self.log(f"switch {name} disabled for timing: {why}")
 
-  def settings(self, mode: str, names=ALL_SWITCHES) -> list:
+  def settings(self, mode: str, names=ALL_SWITCHES, family: str = "image") -> list:
     """(label, values) of the default setting and of each available switch in `names` (and in
-    --switches) flipped alone, for one mode. values: switch name -> value, for the available
-    switches (a disabled one at its reference value)."""
-    live = [s for s in self.switches if self.available(s.name)]
-    disabled = [s for s in self.switches if any(d["name"] == s.name and d.get("disabled") for d in self.doc["switches"])]
+    --switches) flipped alone, for one mode of one family. values: switch name -> value, for the
+    available switches of the family (a disabled one at its reference value)."""
+    mine = [s for s in self.switches if family in s.families]
+    live = [s for s in mine if self.available(s.name)]
+    disabled = [s for s in mine if any(d["name"] == s.name and d.get("disabled") for d in self.doc["switches"])]
     # A disabled switch stays at its reference value (left out, a config field would be 'auto': the fast path).
     default = {s.name: s.fast for s in live} | {s.name: s.reference for s in disabled}
     out = [("default", default)]
@@ -674,7 +686,7 @@ class Report:
   def entries(self, g: Group) -> list:
     """(model, e_c, setting label, switch values) of every row of a timing group."""
     out = []
-    for label, values in self.settings(g.mode, g.switch_names):
+    for label, values in self.settings(g.mode, g.switch_names, g.family):
       out += [(model, e_c, label, values) for model, e_c in (g.contenders if label == "default" else g.switched)]
     return out
 
@@ -698,7 +710,7 @@ class Report:
     """Each switch's fast value against its reference, forward outputs and gradients."""
     fam = self.fams["check"]
     (batch,) = fam.batches
-    live = [s for s in self.switches if s.kind == "config" and self.available(s.name)]
+    live = [s for s in self.switches if s.kind == "config" and self.available(s.name) and "check" in s.families]
     for s in self.switches:
       if s.kind == "config" and not self.available(s.name):
         self.doc["correctness"].append({"switch": s.name, "status": f"unavailable: no config field {s.config_field!r}"})
@@ -792,7 +804,7 @@ class Report:
       wl = self.workload(g.family, values)
       c = next((c for c in wl.contenders if c.name == model and c.e_c == e_c), None)
       row = {"group": g.name, "workload": wl.name, "mode": g.mode, "batch": g.batch, "model": model, "e_c": e_c,
-             "setting": label, **{k: values.get(k) for k in ("attention", "grad_barrier", "command_buffers", "fused_mlp")}}
+             "setting": label, **{k: values.get(k) for k in ALL_SWITCHES}}
       rows.append(row)
       if c is None:
         row["status"] = "failed: no such contender"

@@ -34,6 +34,7 @@ VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense Vi
 ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
 BARRIERS = ("auto", "on", "off")
 MLPS = ("auto", "xla", "pallas")
+LAYER_LOOPS = ("unroll", "scan")  # `mone.models.layers.run_blocks`
 
 
 def _check_paths(cfg) -> None:
@@ -43,6 +44,8 @@ def _check_paths(cfg) -> None:
     raise ValueError(f"grad_barrier must be one of {BARRIERS}, got {cfg.grad_barrier!r}")
   if cfg.mlp not in MLPS:
     raise ValueError(f"mlp must be one of {MLPS}, got {cfg.mlp!r}")
+  if cfg.layer_loop not in LAYER_LOOPS:
+    raise ValueError(f"layer_loop must be one of {LAYER_LOOPS}, got {cfg.layer_loop!r}")
 
 
 def _added(default):
@@ -125,6 +128,9 @@ class ViTConfig(_Derived):
   attention: str = _added("auto")     # auto | xla | dot_product | cudnn
   grad_barrier: str = _added("auto")  # auto | on | off
   mlp: str = _added("auto")           # auto | xla | pallas (`mone.models.fused_mlp`; "auto" is "xla")
+  # unroll | scan: the encoder's blocks traced one by one, or as one loop over stacked weights
+  # (`mone.models.layers.run_blocks`): the same parameters and function, one block to compile.
+  layer_loop: str = _added("unroll")
 
   def __post_init__(self):
     need = _check_common(self, ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
@@ -206,6 +212,7 @@ class ViViTConfig(_Derived):
   attention: str = _added("auto")     # as ViTConfig's
   grad_barrier: str = _added("auto")
   mlp: str = _added("auto")
+  layer_loop: str = _added("unroll")  # the spatial encoder's; the 4 temporal blocks stay unrolled
 
   def __post_init__(self):
     _check_paths(self)

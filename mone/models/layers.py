@@ -32,6 +32,12 @@ fused Pallas kernel that keeps the [tokens, 4D] hidden layer on chip (`mone.mode
 Triton on a CUDA GPU, interpret mode on the CPU), "xla" the reference expression. "auto" is "xla"
 everywhere until a GPU report measures the kernel faster.
 
+A fourth changes compile time, not what runs (`run_blocks`, `ViTConfig.layer_loop`): "unroll"
+traces every block into the program, as every committed run trained; "scan" runs a stack of
+identical blocks as one `jax.lax.scan` over their stacked weights, so XLA compiles one block
+instead of `depth` (big_vision scans its encoder for the same reason). Its default stays
+"unroll" on every backend until a GPU report measures what the loop costs at run time.
+
 "auto" resolves when the block is traced, for `Block.backend`: by default the backend jax runs
 on (`default_backend`); a model exported for CUDA from a CPU host is built with backend="cuda"
 (the models take it as an argument), or it would get the CPU's choices. On the CPU "auto" is
@@ -41,6 +47,8 @@ import jax
 import jax.numpy as jnp
 import flax.linen as nn
 import numpy as np
+
+from mone.models.config import LAYER_LOOPS
 
 
 def layer_norm(x, scale, bias, eps=1e-6):
@@ -283,6 +291,33 @@ def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str 
   `resolve_mlp`), "auto" resolved for `backend` (None: the one jax runs on, `default_backend`)."""
   cls = nn.remat(Block, static_argnums=(2,)) if remat else Block
   return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, mlp=mlp, **kw)
+
+
+def run_blocks(scope: nn.Module, blocks: list, hs, widths, mults=None, loop: str = "unroll"):
+  """hs through `blocks` in turn: submodules of `scope` (defined in its compact method) of one
+  class and shape, each called as block(hs, widths, mults).
+
+  loop="scan" runs them as one jax.lax.scan over their weights, stacked at each call from the
+  blocks' own variables ('params', and 'nested' where given), so the parameter tree, every
+  checkpoint and the initialisation stay exactly as with "unroll"; XLA then compiles one block,
+  not len(blocks). Same function, not the same program: float32 results agree to rounding
+  (tested), not bit for bit. Initialisation always unrolls (it creates the variables)."""
+  if loop not in LAYER_LOOPS:
+    raise ValueError(f"layer_loop must be one of {LAYER_LOOPS}, got {loop!r}")
+  if loop == "unroll" or len(blocks) < 2 or scope.is_initializing():
+    for block in blocks:
+      hs = block(hs, widths, mults)
+    return hs
+  names = [b.name for b in blocks]
+  stacked = {c: jax.tree.map(lambda *a: jnp.stack(a), *[v[n] for n in names])
+             for c, v in scope.variables.items() if all(n in v for n in names)}
+  template = blocks[0].clone(parent=None, name=None)  # unbound: applied to each block's weights in turn
+
+  def step(h, variables):
+    return template.apply(variables, h, widths, mults), None
+
+  hs, _ = jax.lax.scan(step, hs, stacked)
+  return hs
 
 
 _NESTED = (("qkv_kernel", 0), ("out_kernel", 1), ("mlp1_kernel", 0), ("mlp2_kernel", 1))  # (weight, sliced axis)

@@ -30,7 +30,7 @@ import numpy as np
 
 from mone import capacity as capacity_lib
 from mone.models import routing
-from mone.models.layers import block_class, split_groups
+from mone.models.layers import block_class, run_blocks, split_groups
 
 ROUTERS = ("learned", "random")
 
@@ -107,7 +107,7 @@ bounded_alpha.defvjp(_bounded_alpha_fwd, _bounded_alpha_bwd)
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
            patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
            router="learned", alpha_bounded=True, remat=False, attention="auto", grad_barrier="auto",
-           backend=None, mlp="auto"):
+           backend=None, mlp="auto", layer_loop="unroll"):
   """The nested-expert layers, run inside `module`'s compact method: its parameters
   ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
   models' parameter names (and every committed checkpoint) as they were.
@@ -122,7 +122,8 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   patch_order=False returns x in the last router's expert order, which saves a gather before a
   permutation-invariant pooling. remat=True rematerialises every block (`layers.block_class`).
   attention, grad_barrier, mlp: the blocks' implementations, "auto" resolved for backend (None:
-  the one jax runs on; see `mone.models.layers`).
+  the one jax runs on; see `mone.models.layers`). layer_loop: "unroll" or "scan" the blocks
+  between two routers (`layers.run_blocks`: the same parameters, one block compiled).
   Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
   'router_logits' and 'router_probs' (their softmax over experts) [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
   """
@@ -137,9 +138,7 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
       raise ValueError(f"width_index must be in [0, {num_experts - 1}] (one per nested expert, smallest "
                        f"first), got {width_index!r}")
     d = D if width_index is None else widths[width_index]
-    hs = pre + [x[..., :d]]
-    for block in blocks:
-      hs = block(hs, pre_w + (d,))
+    hs = run_blocks(module, blocks, pre + [x[..., :d]], pre_w + (d,), loop=layer_loop)
     return jnp.concatenate([hs[-1], x[..., d:]], axis=-1), (hs[0] if pre else None), {}
 
   if width_index is not None:
@@ -149,8 +148,7 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   # Eq. 1; alpha = 0 at the start keeps every token's factor at 1, a stable start.
   alpha = eq1_alpha(module.param("alpha", nn.initializers.zeros, ()), alpha_bounded)
   ones = [] if full is None else [jnp.ones(full.shape[:2], x.dtype)]  # full's Eq. 1 factor: unrouted
-  for block in blocks[:router_layers[0]]:  # before the first router: dense
-    *pre, x = block(pre + [x], pre_w + (D,))
+  *pre, x = run_blocks(module, blocks[:router_layers[0]], pre + [x], pre_w + (D,), loop=layer_loop)  # dense
   aux = {}
   for r, (lo, hi) in enumerate(zip(router_layers, router_layers[1:] + (depth,))):
     logits, probs, assignment, perm, groups, mults, live = route(
@@ -160,8 +158,7 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
     hs = pre + [groups[g][..., :widths[g]] for g in live]
     ws = pre_w + tuple(widths[g] for g in live)
     ms = ones + [mults[g] for g in live] if mults else None
-    for block in blocks[lo:hi]:
-      hs = block(hs, ws, ms)
+    hs = run_blocks(module, blocks[lo:hi], hs, ws, ms, loop=layer_loop)
     pre = hs[:len(pre)]
     # The next router needs tokens in patch order; a caller that pools may not.
     x = ungroup(groups, hs[len(pre):], live, widths, perm if hi < depth or patch_order else None)
@@ -174,7 +171,7 @@ def fields(cfg) -> dict:
   return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
               num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router,
               alpha_bounded=cfg.alpha_bounded, attention=cfg.attention, grad_barrier=cfg.grad_barrier,
-              mlp=cfg.mlp)
+              mlp=cfg.mlp, layer_loop=cfg.layer_loop)
 
 
 class NestedEncoder(nn.Module):
@@ -200,6 +197,7 @@ class NestedEncoder(nn.Module):
   grad_barrier: str = "auto"  # "auto" resolved for backend (None: the one jax runs on)
   backend: str | None = None
   mlp: str = "auto"
+  layer_loop: str = "unroll"  # or "scan": one block compiled (`mone.models.layers.run_blocks`)
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
@@ -212,4 +210,5 @@ class NestedEncoder(nn.Module):
                   patch_order=patch_order, width=self.width, depth=self.depth, num_heads=self.num_heads,
                   mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
                   router=self.router, alpha_bounded=self.alpha_bounded, remat=self.remat,
-                  attention=self.attention, grad_barrier=self.grad_barrier, backend=self.backend, mlp=self.mlp)
+                  attention=self.attention, grad_barrier=self.grad_barrier, backend=self.backend, mlp=self.mlp,
+                  layer_loop=self.layer_loop)
