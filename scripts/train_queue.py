@@ -62,20 +62,11 @@ def last_step(cfg) -> int | None:
   return max((json.loads(l).get("step", 0) for l in lines.read_text().splitlines() if l.strip()), default=0)
 
 
-def status(cfg) -> str:
-  """'done', 'at step K' (a workdir with checkpoints/metrics) or 'to do'."""
-  if experiments.run_path(cfg).exists():
-    return "done"
-  step = last_step(cfg)
-  return "to do" if step is None else f"at step {step}"
-
-
-def seconds_left(cfg, estimate: float | None) -> float | None:
+def seconds_left(cfg, estimate: float | None, step: int | None) -> float | None:
   """The part of a run's `estimate` (its whole training) still to train: the share of its steps
-  after the last one its workdir logged. It resumes from its last checkpoint, at most
-  checkpoint_every steps before that, so this can fall short by that much."""
+  after `step`, the last one its workdir logged (`last_step`; None: not started). It resumes from
+  its last checkpoint, at most checkpoint_every steps before that, so this can fall short by that much."""
   from mone.train import steps
-  step = last_step(cfg)
   if estimate is None or step is None:
     return estimate
   return estimate * max(0.0, 1 - step / steps.num_train_steps(cfg))
@@ -185,14 +176,17 @@ def main():
     finished = [json.loads(p.read_text()) for p in sorted(others.glob("*.json"))] + list(by_name.values())
     left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
-      state, estimate = status(cfg), seconds_left(cfg, plan.estimate_seconds(cfg, finished))
-      if state == "done":
+      if experiments.run_path(cfg).exists():
+        state = "done"
         done.append(by_name[experiments.run_path(cfg).name])
         when = results.trained_where(done[-1])  # where it trained
-      else:
+      else:  # 'at step K' where its workdir logged steps, else 'to do'
+        step = last_step(cfg)
+        state = "to do" if step is None else f"at step {step}"
+        estimate = seconds_left(cfg, plan.estimate_seconds(cfg, finished), step)
         left += estimate or 0.0
         unknown += estimate is None
-        when = f"~{estimate / 3600:.1f} h" + (" left" if state.startswith("at") else "") if estimate is not None else "? h"
+        when = "? h" if estimate is None else f"~{estimate / 3600:.1f} h" + ("" if step is None else " left")
       print(f"{i:2d} {state:14s} {when:>16s} {experiments.run_path(cfg).name:42s} {label}")
     todo = len(runs) - len(done)
     print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from helpers import randomize
 
-from mone import results
-from mone import capacity
+from mone import capacity, results
 from mone.models import config, layers, nested, vit, vivit
 from mone.train import recipes
 
