@@ -1,6 +1,6 @@
 """Trains the recalibrated small profile's runs (`mone.chapters.plan.runs`) one at a time, in
-plan order, skipping those whose run file exists; a killed queue resumes its current run from
-its checkpoints when started again. Commit each finished run file as it lands, and the router
+plan order (or the longest first: --order longest), skipping those whose run file exists; a killed
+queue resumes its current run from its checkpoints when started again. Commit each finished run file as it lands, and the router
 weights it saves under results/weights/ (`plan.keeps_router_weights`).
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
@@ -10,7 +10,7 @@ weights it saves under results/weights/ (`plan.keeps_router_weights`).
 On a GPU machine, tiny runs leave the GPU mostly idle, so several processes share it: with
 `--workers 8` on one H200 (16 host cores) each digits64 run trains at about 2,700 examples/s,
 8 at once (one alone: 7,600), so eight 8,000-step runs take about 6 minutes together (data,
-compilation and evaluation included). Each worker trains every N-th run left (`share`); a killed
+compilation and evaluation included). Each worker takes the next run no other worker holds (`claim`); a killed
 worker's run resumes from its checkpoints as on a CPU. On a GPU the runs' float32 matmuls are at
 precision "highest", full float32 as the CPU computes them (JAX's GPU default may use TF32);
 MONE_MATMUL_PRECISION overrides it (`matmul_precision`), and every run file records it.
@@ -72,12 +72,45 @@ def seconds_left(cfg, estimate: float | None, step: int | None) -> float | None:
   return estimate * max(0.0, 1 - step / steps.num_train_steps(cfg))
 
 
-def share(runs: list, worker: int, workers: int) -> list:
-  """The runs worker k of n trains: the k-th, (k+n)-th, ... of `runs`, so that the first runs of the
-  plan (seed 0 before seed 1) start first on every worker."""
-  if workers < 1 or not 0 <= worker < workers:
-    raise ValueError(f"worker must be in [0, workers) with workers >= 1, got worker={worker}, workers={workers}")
-  return runs[worker::workers]
+def claim(cfg):
+  """This process's lock on cfg's run (an open file: training holds it, closing it frees the run),
+  or None where another live process holds it. Workers take the next free run as they finish one,
+  so a long run never keeps a worker's later runs waiting while another worker idles; the kernel
+  drops a killed process's lock (flock), so a half-trained run resumes with the next queue. Two
+  queues started at once share the runs the same way."""
+  import fcntl
+  lock = experiments.workdir(cfg).parent / f"{experiments.workdir(cfg).name}.lock"
+  lock.parent.mkdir(parents=True, exist_ok=True)
+  f = open(lock, "w")
+  try:
+    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except BlockingIOError:
+    f.close()
+    return None
+  return f
+
+
+def next_run(runs: list):
+  """The first of `runs` ((label, config) pairs) without a run file and free to claim, with its lock
+  (`claim`); None where none is left. Its run file is looked for again once claimed: another worker
+  may have finished it meanwhile."""
+  for label, cfg in runs:
+    if experiments.run_path(cfg).exists() or (lock := claim(cfg)) is None:
+      continue
+    if experiments.run_path(cfg).exists():
+      lock.close()
+      continue
+    return (label, cfg), lock
+  return None
+
+
+def longest_first(runs: list, seconds: list) -> list:
+  """`runs` in the order of their `seconds` of training left (same order; None: no estimate),
+  longest first, those without an estimate before them and ties in plan order. With several
+  workers the long runs then start first and the short ones fill in around them, instead of one
+  long run starting last while the other workers have nothing left."""
+  key = [float("inf") if s is None else s for s in seconds]
+  return [runs[i] for i in sorted(range(len(runs)), key=lambda i: -key[i])]
 
 
 def start_worker(command: list[str], core: int | None, **popen) -> subprocess.Popen:
@@ -110,6 +143,15 @@ def matmul_precision(environ, gpu: bool) -> str | None:
   return environ.get("MONE_MATMUL_PRECISION") or ("highest" if gpu else None)
 
 
+def finished_runs(twins: bool) -> list[dict]:
+  """The run files that time the queue's runs (`plan.estimate_seconds`): the other folder's first
+  (the CPU twins time the configs that first trained on a GPU; MoD has no other CPU run), then this
+  folder's, so that a config's own run here wins where both have one."""
+  others = results.RESULTS / "runs" if twins else experiments.results_root() / plan.TWINS / "runs"
+  return [json.loads(p.read_text()) for folder in (others, experiments.results_root() / "runs")
+          for p in sorted(folder.glob("*.json"))]
+
+
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--list", action="store_true", help="print every run's status and exit")
@@ -119,8 +161,11 @@ def main():
                   help="train the CPU twins of the GPU-trained headline runs (plan.twin_runs) into results/device_twins/cpu "
                        "instead of the plan")
   ap.add_argument("--workers", type=int, default=None,
-                  help="processes training at once, each every N-th run left (default: 8 on a GPU, where one tiny run "
-                       "leaves the chip mostly idle, else 1)")
+                  help="processes training at once, each taking the next free run as it finishes one (default: 8 on "
+                       "a GPU, where one tiny run leaves the chip mostly idle, else 1)")
+  ap.add_argument("--order", choices=("plan", "longest"), default="plan",
+                  help="the order runs start in: the plan's (seed 0's runs before seed 1's) or the longest estimated "
+                       "training left first, which finishes sooner on several workers (default: plan)")
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
   ap.add_argument("--allow-gpu", action="store_true",
@@ -163,17 +208,14 @@ def main():
   if args.workers > 1 and args.worker is None and not args.list:
     # Each process reads the plan itself; they never train the same run.
     procs = [start_worker([sys.executable, __file__, "--only", args.only, "--workers", str(args.workers),
-                           "--worker", str(k), "--max-runs", str(args.max_runs)] + (["--twins"] if args.twins else []),
+                           "--worker", str(k), "--max-runs", str(args.max_runs), "--order", args.order] + (["--twins"] if args.twins else []),
                           cores[k] if args.pin_cores else None) for k in range(args.workers)]
     sys.exit(max(p.wait() for p in procs))
   if args.pin_cores and args.workers == 1 and args.worker is None and not args.list:
     os.sched_setaffinity(0, {cores[0]})  # before JAX sizes its thread pool
   if args.list:
     by_name = {p.name: json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))}
-    # The other folder's runs time configs too: the CPU twins those that first trained on a GPU (MoD
-    # has no other CPU run). Listed first, so that a config's own run here wins where both have one.
-    others = results.RESULTS / "runs" if args.twins else experiments.results_root() / plan.TWINS / "runs"
-    finished = [json.loads(p.read_text()) for p in sorted(others.glob("*.json"))] + list(by_name.values())
+    finished = finished_runs(args.twins)
     left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
       if experiments.run_path(cfg).exists():
@@ -203,26 +245,27 @@ def main():
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")
-  if args.worker is not None:  # every worker shares the same list: the runs left when they start
-    runs = share([r for r in runs if not experiments.run_path(r[1]).exists()], args.worker, args.workers)
+  runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
+  if args.order == "longest":
+    finished = finished_runs(args.twins)
+    runs = longest_first(runs, [seconds_left(c, plan.estimate_seconds(c, finished), last_step(c)) for _, c in runs])
   trained = 0
-  for i, (label, cfg) in enumerate(runs):
-    if experiments.run_path(cfg).exists():
-      continue
-    if args.max_runs and trained == args.max_runs:
+  while not args.max_runs or trained < args.max_runs:
+    if (taken := next_run(runs)) is None:
       break
-    logging.info("run %d of %d: %s (%s)", i + 1, len(runs), label, experiments.run_path(cfg).name)
-    start = time.time()
-    m = experiments.run(cfg, progress=False)
-    trained += 1
-    if plan.keeps_router_weights(cfg) and not experiments.weights_path(cfg).exists():
-      experiments.router_params(cfg)  # from the checkpoint the run just wrote
-      logging.info("saved %s", experiments.weights_path(cfg))
+    (label, cfg), lock = taken
+    with lock:  # held until the run and its router weights are written
+      logging.info("run %d of %d: %s (%s)", runs.index((label, cfg)) + 1, len(runs), label, experiments.run_path(cfg).name)
+      start = time.time()
+      m = experiments.run(cfg, progress=False)
+      trained += 1
+      if plan.keeps_router_weights(cfg) and not experiments.weights_path(cfg).exists():
+        experiments.router_params(cfg)  # from the checkpoint the run just wrote
+        logging.info("saved %s", experiments.weights_path(cfg))
     logging.info("finished %s: accuracy %.2f%% after %d steps, %.0f s", label, 100 * m["accuracy"],
                  m["train_steps"], time.time() - start)
   left = sum(not experiments.run_path(c).exists() for _, c in runs)
   logging.info("queue stops: %d of %d runs left", left, len(runs))
-
 
 if __name__ == "__main__":
   main()

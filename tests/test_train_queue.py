@@ -1,4 +1,4 @@
-"""scripts/train_queue.py: how workers share the plan's runs, and its errors on bad options."""
+"""scripts/train_queue.py: how workers take the plan's runs, and its errors on bad options."""
 import importlib.util
 import json
 import os
@@ -14,18 +14,63 @@ train_queue = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(train_queue)
 
 
-def test_workers_share_the_runs_left_without_overlap_and_in_plan_order():
-  runs = list(range(11))
-  shares = [train_queue.share(runs, k, 4) for k in range(4)]
-  assert sorted(sum(shares, [])) == runs  # every run once
-  assert [s[0] for s in shares] == [0, 1, 2, 3]  # the plan's first runs start first
-  assert shares[3] == [3, 7] and train_queue.share(runs, 0, 1) == runs
+def _two_runs(tmp_path, monkeypatch):
+  """Two of the plan's runs, with run files and checkpoints under tmp_path."""
+  from mone.chapters import plan
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  (tmp_path / "results" / "runs").mkdir(parents=True)
+  return plan.runs()[:2]
 
 
-@pytest.mark.parametrize("worker, workers", [(0, 0), (4, 4), (-1, 2)])
-def test_a_worker_outside_the_workers_is_an_error(worker, workers):
-  with pytest.raises(ValueError, match="worker must be in"):
-    train_queue.share([1, 2], worker, workers)
+def test_a_run_is_held_by_one_process_until_it_closes_its_lock_or_dies(tmp_path, monkeypatch):
+  from mone.chapters import experiments
+  (_, cfg), _ = _two_runs(tmp_path, monkeypatch)
+  lock = train_queue.claim(cfg)
+  assert lock is not None and train_queue.claim(cfg) is None  # a second open file of the same run: refused
+  lock.close()
+  lock = train_queue.claim(cfg)
+  assert lock is not None
+  lock.close()
+  # Another process holds it, then is killed: the kernel frees the run for the next queue.
+  path = experiments.workdir(cfg).parent / f"{experiments.workdir(cfg).name}.lock"
+  holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'w'); "
+                             "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(300)", str(path)],
+                            stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline().strip() == "held"
+    assert train_queue.claim(cfg) is None
+  finally:
+    holder.kill()
+    holder.wait()
+  lock = train_queue.claim(cfg)
+  assert lock is not None
+  lock.close()
+
+
+def test_a_worker_takes_the_first_run_neither_finished_nor_held(tmp_path, monkeypatch):
+  from mone.chapters import experiments
+  runs = _two_runs(tmp_path, monkeypatch)
+  first, second = runs
+  held = train_queue.claim(first[1])  # another worker trains the first run
+  taken, lock = train_queue.next_run(runs)
+  assert taken == second
+  assert train_queue.next_run(runs) is None  # both held
+  lock.close()
+  experiments.run_path(second[1]).write_text("{}")  # the second run lands
+  assert train_queue.next_run(runs) is None
+  held.close()
+  taken, lock = train_queue.next_run(runs)  # its worker died: the first run is free again
+  assert taken == first
+  lock.close()
+  experiments.run_path(first[1]).write_text("{}")
+  assert train_queue.next_run(runs) is None
+
+
+def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_for_ties():
+  runs = ["a", "b", "c", "d", "e"]
+  assert train_queue.longest_first(runs, [1.0, 4.0, None, 1.0, 2.5]) == ["c", "b", "e", "a", "d"]
+  assert train_queue.longest_first(runs, [None] * 5) == runs
 
 
 @pytest.mark.parametrize("flags, message", [(["--only", "no-such-run"], "no run's file name contains --only"),
@@ -50,7 +95,7 @@ def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
   out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--only", "digits64-vit-",
                         "--workers", "2"], capture_output=True, text=True, timeout=300, env=env)
   assert out.returncode == 0, out.stderr
-  assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker's share of none left
+  assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker finds none left
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity: Linux only")
