@@ -77,7 +77,7 @@ def claim(cfg):
   or None where another live process holds it. Workers take the next free run as they finish one,
   so a long run never keeps a worker's later runs waiting while another worker idles; the kernel
   drops a killed process's lock (flock), so a half-trained run resumes with the next queue. Two
-  queues started at once share the runs the same way."""
+  queues started at once with the same cache (MONE_CACHE_DIR) share the runs the same way."""
   import fcntl
   lock = experiments.workdir(cfg).parent / f"{experiments.workdir(cfg).name}.lock"
   lock.parent.mkdir(parents=True, exist_ok=True)
