@@ -267,5 +267,6 @@ def main():
   left = sum(not experiments.run_path(c).exists() for _, c in runs)
   logging.info("queue stops: %d of %d runs left", left, len(runs))
 
+
 if __name__ == "__main__":
   main()
