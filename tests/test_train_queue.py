@@ -75,6 +75,7 @@ def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_
 
 @pytest.mark.parametrize("flags, message", [(["--only", "no-such-run"], "no run's file name contains --only"),
                                             (["--workers", "0"], "--workers must be >= 1, got 0"),
+                                            (["--order", "fastest"], "argument --order: invalid choice: 'fastest'"),
                                             (["--workers", "999", "--pin-cores"], "--pin-cores needs --workers in [1, ")])
 def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch, capsys):
   monkeypatch.setattr(sys, "argv", ["train_queue.py", *flags])
@@ -83,9 +84,10 @@ def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch
   assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
+@pytest.mark.parametrize("order", ["plan", "longest"])
+def test_workers_start_as_processes_and_skip_finished_runs(order, tmp_path):
   """--workers 2 starts two processes that read the plan and train nothing when every selected run
-  has its run file."""
+  has its run file, in either order."""
   from mone.chapters import experiments, plan
   selected = [cfg for _, cfg in plan.runs() if "digits64-vit-" in experiments.run_path(cfg).name]
   (tmp_path / "runs").mkdir()
@@ -93,7 +95,7 @@ def test_workers_start_as_processes_and_skip_finished_runs(tmp_path):
     (tmp_path / "runs" / experiments.run_path(cfg).name).write_text("{}")
   env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path)}
   out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--only", "digits64-vit-",
-                        "--workers", "2"], capture_output=True, text=True, timeout=300, env=env)
+                        "--workers", "2", "--order", order], capture_output=True, text=True, timeout=300, env=env)
   assert out.returncode == 0, out.stderr
   assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker finds none left
 
