@@ -1,7 +1,8 @@
 """Trains the recalibrated small profile's runs (`mone.chapters.plan.runs`) one at a time, in
-plan order (or the longest first: --order longest), skipping those whose run file exists; a killed
-queue resumes its current run from its checkpoints when started again. Commit each finished run file as it lands, and the router
-weights it saves under results/weights/ (`plan.keeps_router_weights`).
+plan order (or the longest first: --order longest), skipping those whose run file exists; a
+killed queue resumes its current run from its checkpoints when started again. Commit each
+finished run file as it lands, and the router weights it saves under results/weights/
+(`plan.keeps_router_weights`).
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
   mkdir -p $HOME/mone-cache && MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
@@ -10,8 +11,8 @@ weights it saves under results/weights/ (`plan.keeps_router_weights`).
 On a GPU machine, tiny runs leave the GPU mostly idle, so several processes share it: with
 `--workers 8` on one H200 (16 host cores) each digits64 run trains at about 2,700 examples/s,
 8 at once (one alone: 7,600), so eight 8,000-step runs take about 6 minutes together (data,
-compilation and evaluation included). Each worker takes the next run no other worker holds (`claim`); a killed
-worker's run resumes from its checkpoints as on a CPU. On a GPU the runs' float32 matmuls are at
+compilation and evaluation included). Each worker takes the next run no other worker holds
+(`claim`); a killed worker's run resumes from its checkpoints as on a CPU. On a GPU the runs' float32 matmuls are at
 precision "highest", full float32 as the CPU computes them (JAX's GPU default may use TF32);
 MONE_MATMUL_PRECISION overrides it (`matmul_precision`), and every run file records it.
 The repository's seed plan trains on the CPU (its amendment: every paired difference the chapters
@@ -143,13 +144,16 @@ def matmul_precision(environ, gpu: bool) -> str | None:
   return environ.get("MONE_MATMUL_PRECISION") or ("highest" if gpu else None)
 
 
-def finished_runs(twins: bool) -> list[dict]:
-  """The run files that time the queue's runs (`plan.estimate_seconds`): the other folder's first
-  (the CPU twins time the configs that first trained on a GPU; MoD has no other CPU run), then this
-  folder's, so that a config's own run here wins where both have one."""
+def finished_runs(twins: bool) -> tuple[dict, list[dict]]:
+  """(this folder's run files by file name, the run files that time the queue's runs): the latter
+  are the other folder's first (the CPU twins time the configs that first trained on a GPU; MoD has
+  no other CPU run), then this folder's, so that a config's own run here wins where both have one
+  (`plan.estimate_seconds`). Each file is read once."""
+  def read(folder):
+    return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
   others = results.RESULTS / "runs" if twins else experiments.results_root() / plan.TWINS / "runs"
-  return [json.loads(p.read_text()) for folder in (others, experiments.results_root() / "runs")
-          for p in sorted(folder.glob("*.json"))]
+  own = read(experiments.results_root() / "runs")
+  return own, list(read(others).values()) + list(own.values())
 
 
 def main():
@@ -214,8 +218,7 @@ def main():
   if args.pin_cores and args.workers == 1 and args.worker is None and not args.list:
     os.sched_setaffinity(0, {cores[0]})  # before JAX sizes its thread pool
   if args.list:
-    by_name = {p.name: json.loads(p.read_text()) for p in sorted((experiments.results_root() / "runs").glob("*.json"))}
-    finished = finished_runs(args.twins)
+    by_name, finished = finished_runs(args.twins)
     left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
       if experiments.run_path(cfg).exists():
@@ -247,7 +250,7 @@ def main():
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")
   runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
   if args.order == "longest":
-    finished = finished_runs(args.twins)
+    _, finished = finished_runs(args.twins)
     runs = longest_first(runs, [seconds_left(c, plan.estimate_seconds(c, finished), last_step(c)) for _, c in runs])
   trained = 0
   while not args.max_runs or trained < args.max_runs:
