@@ -51,34 +51,65 @@ def test_the_benchmark_command_runs_with_the_tunables_and_records_them(tmp_path)
   assert results.read_json(path)["machine"]["glibc_tunables"] == hostmem.TUNABLES
 
 
-# A jitted program whose temporary (sin(x), 96 MB) is larger than any glibc mmap threshold and than
-# a thread arena's heap: the shape of a digits64 training step's temporaries. Prints the median of
-# the page faults of 10 calls after 10. (With the tunables the heap grows by about one block a call
-# over the first calls, then stays put, but now and then grows once more, later, under load:
-# measured, not explained; hence the median.)
+# glibc alone, one thread: malloc a 96 MB block (24,576 pages, above every mmap threshold), write
+# every page, free it; ten times after one. Prints the page faults of each of the ten.
+_MALLOC = """
+import ctypes, resource
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+faults = []
+for i in range(11):
+  before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+  p = libc.malloc(96 << 20)
+  ctypes.memset(p, 1, 96 << 20)
+  libc.free(p)
+  faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(*faults[1:])
+"""
+
+
+@linux
+def test_with_the_tunables_glibc_reuses_a_freed_large_block():
+  default = [int(f) for f in _run(_MALLOC, "").split()]
+  tuned = [int(f) for f in _run(_MALLOC, hostmem.TUNABLES).split()]
+  thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+  if not (thp.exists() and "[always]" in thp.read_text()):
+    assert min(default) > 20_000, default  # a fresh mmap, zero-filled page by page, every time
+  assert max(tuned) < 100, tuned  # the same heap memory every time
+
+
+# A jitted program whose temporary (sin(x), 96 MB) is as large as a digits64 training step's.
+# Prints the page faults of each of 20 calls after 10. The calls are 0.1 s apart: the runtime can
+# free a call's temporary just after its result is ready, and a call started at once then finds the
+# block still taken and grows the heap by another. Even so, under load the heap now and then grows
+# once more (measured: a few calls in a hundred on this machine, half of ten on a busy 2-core CI
+# runner), so the test asks only what decides whether the settings reach XLA at all.
 _FAULTS = """
-import resource, statistics, jax, jax.numpy as jnp
+import resource, time, jax, jax.numpy as jnp
 x, w = jnp.ones((6144, 4096)), jnp.ones((4096, 8))
 f = jax.jit(lambda x, w: jnp.sin(x) @ w)
 for _ in range(10):
   f(x, w).block_until_ready()
 faults = []
-for _ in range(10):
+for _ in range(20):
+  time.sleep(0.1)
   before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
   f(x, w).block_until_ready()
   faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(statistics.median(faults))
+print(*faults)
 """
 
 
 @linux
-def test_the_tunables_stop_the_page_faults_of_a_large_temporary():
-  default = float(_run(_FAULTS, ""))
-  tuned = float(_run(_FAULTS, hostmem.TUNABLES))
-  # glibc's defaults map the 96 MB (24,576 pages) afresh at every call; the tunables reuse it. A
-  # kernel with transparent huge pages always on faults in 2 MB pages, so the default's count is
-  # only checked where they are not (here: "madvise").
+def test_the_tunables_reach_the_temporaries_of_a_jitted_program():
+  default = [int(f) for f in _run(_FAULTS, "").split()]
+  tuned = [int(f) for f in _run(_FAULTS, hostmem.TUNABLES).split()]
+  # With glibc's defaults XLA's temporary is mapped afresh at every call (where transparent huge
+  # pages are always on, the kernel faults it in 2 MB pages and the count says little). With the
+  # tunables, calls that reuse it fault (almost) no page; a runtime with its own allocator would
+  # fault the whole block at every call in both arms.
   thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
   if not (thp.exists() and "[always]" in thp.read_text()):
-    assert default > 20_000, default
-  assert tuned < 1_000, tuned
+    assert min(default) > 20_000, default
+  assert min(tuned) < 1_000, tuned

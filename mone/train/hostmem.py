@@ -6,7 +6,9 @@ with a fresh `mmap` (it is above the largest mmap threshold, 32 MB, and above wh
 arena can hold, 64 MB) and returns it with `munmap`, so the kernel zero-fills all of its pages
 again at every step. On the 2-core CPU a digits64 training step spent about a quarter of its time
 in the kernel, at 115,000 page faults a second. With one arena, no mmap and no trimming the block
-stays in the heap and is reused: no page faults, and the same arithmetic.
+stays in the heap and is reused: at most steps no page faults, and the same arithmetic. (Now and
+then the heap grows by one more block, when a step asks for its block before the runtime has freed
+the last one; how often depends on the load: a few steps in a hundred here.)
 
 Measured on the 2-core CPU, digits64 at batch 64, one process per setting, in turn. The training
 loop (`python -m mone.train`, MoNE e_c=0.4, steps 50-300): 322 and 323 ms a step against 394 and
