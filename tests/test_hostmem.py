@@ -51,6 +51,18 @@ def test_the_benchmark_command_runs_with_the_tunables_and_records_them(tmp_path)
   assert results.read_json(path)["machine"]["glibc_tunables"] == hostmem.TUNABLES
 
 
+def _faults(code: str) -> tuple[list[int], list[int]]:
+  """The page faults `code` prints, run once with glibc's defaults and once with the tunables."""
+  return tuple([int(f) for f in _run(code, tunables).split()] for tunables in ("", hostmem.TUNABLES))
+
+
+def _huge_pages_always() -> bool:
+  """Where transparent huge pages are always on, the kernel faults fresh memory in 2 MB pages, so a
+  fresh block's fault count says little and the defaults' arm is not checked."""
+  thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+  return thp.exists() and "[always]" in thp.read_text()
+
+
 # glibc alone, one thread: malloc a 96 MB block (24,576 pages, above every mmap threshold), write
 # every page, free it; ten times after one. Prints the page faults of each of the ten.
 _MALLOC = """
@@ -71,10 +83,8 @@ print(*faults[1:])
 
 @linux
 def test_with_the_tunables_glibc_reuses_a_freed_large_block():
-  default = [int(f) for f in _run(_MALLOC, "").split()]
-  tuned = [int(f) for f in _run(_MALLOC, hostmem.TUNABLES).split()]
-  thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-  if not (thp.exists() and "[always]" in thp.read_text()):
+  default, tuned = _faults(_MALLOC)
+  if not _huge_pages_always():
     assert min(default) > 20_000, default  # a fresh mmap, zero-filled page by page, every time
   assert max(tuned) < 100, tuned  # the same heap memory every time
 
@@ -103,13 +113,10 @@ print(*faults)
 
 @linux
 def test_the_tunables_reach_the_temporaries_of_a_jitted_program():
-  default = [int(f) for f in _run(_FAULTS, "").split()]
-  tuned = [int(f) for f in _run(_FAULTS, hostmem.TUNABLES).split()]
-  # With glibc's defaults XLA's temporary is mapped afresh at every call (where transparent huge
-  # pages are always on, the kernel faults it in 2 MB pages and the count says little). With the
-  # tunables, calls that reuse it fault (almost) no page; a runtime with its own allocator would
-  # fault the whole block at every call in both arms.
-  thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-  if not (thp.exists() and "[always]" in thp.read_text()):
+  default, tuned = _faults(_FAULTS)
+  # With glibc's defaults XLA's temporary is mapped afresh at every call. With the tunables, calls
+  # that reuse it fault (almost) no page; a runtime with its own allocator would fault the whole
+  # block in at every call in both arms.
+  if not _huge_pages_always():
     assert min(default) > 20_000, default
   assert min(tuned) < 1_000, tuned
