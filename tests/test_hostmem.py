@@ -71,7 +71,7 @@ libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 faults = []
-for i in range(11):
+for _ in range(11):
   before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
   p = libc.malloc(96 << 20)
   ctypes.memset(p, 1, 96 << 20)
