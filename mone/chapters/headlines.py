@@ -1,7 +1,7 @@
 """Where the small profile's headline claims stand, from the run files landed so far.
 
 The small profile's runs (`mone.chapters.plan`) are trained by `scripts/train_queue.py` over
-many sessions and committed as they land. This module answers, from the committed run files
+several days and committed as they land. This module answers, from the committed run files
 alone, how each headline comparison of the recalibrated profile is decided today: Figure 3 (ViT vs MoNE, MoNE vs
 MatViT and MoD at equal FLOPs), Figure 4 per video task, Figure 6c (learned vs random router) and
 Table 1 (MoNE vs the other allocations), each over the paired seeds that trained both arms

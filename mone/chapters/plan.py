@@ -1,13 +1,15 @@
 """The runs of the recalibrated small profile, in the order to train them.
 
-Retraining the small profile is tens of CPU-hours on 2 cores (a dense `digits64` run of 8,000
-steps takes about an hour), so it spans sessions: `scripts/train_queue.py` trains these runs
-one at a time in this order, skipping finished ones and resuming a killed one from its
-checkpoints. Two runs side by side are no faster in total on 2 cores (each takes all of them).
+Retraining the small profile is about a hundred CPU-hours on 2 cores (a dense `digits64` run of
+8,000 steps takes about an hour), so it spans days and restarts: `scripts/train_queue.py` trains
+these runs in this order, skipping finished ones and resuming a killed one from its checkpoints
+(on 2 cores, `--workers 2 --pin-cores` trains two side by side, one core each, faster in total
+than one run on both).
 
 The order puts the headline comparisons first, one seed at a time (seed 0's runs give every
-headline figure a first, single-seed answer; seeds 1 and 2 then make the claims decidable);
-single-seed studies come last, the costliest (isoFLOPs) at the very end.
+headline figure a first, single-seed answer; seeds 1 and 2 then make the claims decidable, and
+the seed plan's EXTRA_SEEDS decide them from five); single-seed studies come last, the costliest
+(isoFLOPs) at the very end.
 
 The configs are those the chapters ask for: `experiments.image_config('small')` and
 `video_config('small', task)` start from the same recipes (a test checks that they agree).
