@@ -133,3 +133,23 @@ def test_the_cross_domain_claim_says_its_design_calls_for_an_unpaired_interval()
   c = claims.trained("fig5.video_gentler_than_images", "gentler", "p", {0: 5.0, 1: 9.0, 2: 7.0}, relation="beats", tolerance=0.0)
   (got,) = significance.annotate({"05": [c]})["05"]
   assert got["test"] == "paired" and "Welch" in got["test_why"] and "still decided paired" in got["test_why"]
+
+
+def test_the_table_says_which_way_more_seeds_would_decide_an_open_claim():
+  # MoNE behind a baseline it should beat: more seeds at this mean would rule the claim out, not reproduce it.
+  behind = claims.trained("b", "beats", "p", {0: -1.0, 1: -2.5, 2: 0.4}, relation="beats", tolerance=0.0)
+  ahead = claims.trained("a", "beats", "p", {0: 1.0, 1: 2.5, 2: -0.4}, relation="beats", tolerance=0.0)
+  outside = claims.trained("m", "matches", "p", {0: 3.0, 1: 0.5, 2: 4.0}, relation="matches", tolerance=1.0)
+  got = {c["id"]: c for c in significance.annotate({"ch": [behind, ahead, outside]})["ch"]}
+  assert all(c["verdict"] == "inconclusive" and c["seeds_to_decide"] for c in got.values())
+  assert [claims.would_decide(got[k]) for k in "bam"] == ["not reproduced", "reproduced", "not reproduced"]
+  table = claims.markdown_table(list(got.values()))
+  for k, way in zip("bam", ("ruled out", "reproduced", "ruled out")):
+    assert f"would be {way} at {got[k]['seeds_to_decide']} seeds if the mean held" in table
+  # At seeds_to_decide the shrunk interval gives that verdict; one seed fewer it does not.
+  for c in got.values():
+    n = c["seeds_to_decide"]
+    at = [claims.decide(c["relation"], m - t * se, m + t * se, c["tolerance"])
+          for m, se, df in (significance.interval(c, k) for k in (n - 1, n))
+          for t in [scipy.stats.t.ppf(0.975, df)]]
+    assert at[1] == claims.would_decide(c) and (n - 1 < claims.MIN_SEEDS or at[0] == "inconclusive")

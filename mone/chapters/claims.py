@@ -377,6 +377,13 @@ VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reprod
                  "inconclusive": "inconclusive", "not testable": "not testable"}
 
 
+def would_decide(c) -> str:
+  """Which way more seeds would decide an inconclusive claim if its mean held: the verdict of the
+  interval shrunk to its mean ("reproduced", or "not reproduced": the mean lies where the claim is
+  ruled out, e.g. MoNE behind a baseline it should beat)."""
+  return decide(c["relation"], c["measured"], c["measured"], c["tolerance"])
+
+
 def _ours(c) -> str:
   """The measured cell: value, CI and seeds (with the p-value and the seeds that would decide it,
   `mone.chapters.significance`), or why the claim is undecided."""
@@ -389,7 +396,8 @@ def _ours(c) -> str:
     out += f", p = {c['p_value']:.2g}"
   if "seeds_to_decide" in c and c["verdict"] == "inconclusive" and c["n_seeds"] >= MIN_SEEDS:
     n = c["seeds_to_decide"]
-    out += f"; decided at {n} seeds if the mean held" if n else f"; not decided by {20} seeds at this spread"
+    way = {"reproduced": "reproduced", "not reproduced": "ruled out"}[would_decide(c)]
+    out += f"; would be {way} at {n} seeds if the mean held" if n else f"; not decided by {20} seeds at this spread"
   if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
     out += f" ({c['why']})"
   return out
