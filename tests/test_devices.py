@@ -10,7 +10,8 @@ def _run(root, sub, name, acc, seed=0, device="cpu", e_c=0.4, config_hash="abc",
   path = root / sub / f"{name}.json"
   path.parent.mkdir(parents=True, exist_ok=True)
   path.write_text(json.dumps({"accuracy": acc, "kind": "mone", "e_c": e_c, "seed": seed, "config_hash": config_hash,
-                              "config": {"seed": seed, "model": {"router": "learned"}, "steps": 8, **config},
+                              "config": {"name": "digits64", "seed": seed, "model": {"router": "learned", "num_classes": 10}, "steps": 8,
+                                         **config},
                               "device": {"kind": device, "platform": "gpu" if device != "cpu" else "cpu"}}))
 
 
@@ -89,3 +90,31 @@ def test_the_page_names_each_model_as_the_chapters_do():
   assert "| r | MatViT | 1 |" in page and "| r | MoD | 1 |" in page and "| r | ViT | 1 |" in page
   page = devices.markdown([{**row, "kind": "mone", "e_c": 0.3, "router": "random"}], {"verdict": "too few twins"})
   assert "| r | MoNE e_c=0.3, random router | 1 |" in page
+
+
+def test_a_field_added_later_at_its_default_leaves_a_run_in_its_arm(tmp_path):
+  # Runs written after the blocks gained `attention` and `mlp` record them at "auto"; their hash, and
+  # their arm, leave them out, so later seeds pool with earlier ones. At another value they are another arm.
+  later = {"router": "learned", "num_classes": 10, "attention": "auto", "mlp": "auto"}
+  for seed, acc in enumerate((0.90, 0.86)):
+    _run(tmp_path, "runs", f"m{seed}", acc, seed=seed)
+  _run(tmp_path, "runs", "m2", 0.88, seed=2, model=later)
+  _run(tmp_path, "runs", "m3", 0.10, seed=3, model={**later, "attention": "xla"})
+  _run(tmp_path, "device_twins/cpu/runs", "m0", 0.89)
+  diffs = devices.same_arm_differences(devices.twins(tmp_path), tmp_path)
+  assert diffs == pytest.approx([4.0, 2.0, -2.0])
+
+
+def test_the_page_shows_the_twins_beside_the_seeds_in_a_figure_it_writes(tmp_path):
+  for seed, (acc, twin) in enumerate(((0.90, 0.88), (0.86, 0.87), (0.88, 0.85))):
+    _run(tmp_path, "runs", f"m{seed}", acc, seed=seed, device="NVIDIA H100")
+    _run(tmp_path, "device_twins/cpu/runs", f"m{seed}", twin, seed=seed)
+  out = tmp_path / "book" / "devices.md"
+  out.parent.mkdir()
+  devices.main([str(out), "--results", str(tmp_path)])
+  png = tmp_path / devices.FIGURE
+  assert png.read_bytes().startswith(b"\x89PNG")
+  assert f"]({'../' + devices.FIGURE})" in out.read_text()  # relative to the page
+  first = png.read_bytes()
+  devices.main([str(out), "--results", str(tmp_path)])
+  assert png.read_bytes() == first  # the same data draw the same bytes

@@ -13,6 +13,7 @@ spread of twin differences beside the spread of the same arm across seeds.
     .venv/bin/python -m mone.chapters.devices book/devices.md    # the book's page, from the run files
 """
 import argparse
+import os
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,13 @@ def same_arm_spread(rows: list[dict], root: Path | None = None) -> float | None:
   """The standard deviation of the differences between two seeds of one arm (test accuracy,
   points), over every pair of committed seeds of the twins' arms: what two runs of the same
   config differ by when their seed differs. None with fewer than two such differences."""
+  diffs = same_arm_differences(rows, root)
+  return float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
+
+
+def same_arm_differences(rows: list[dict], root: Path | None = None) -> list[float]:
+  """Every difference between two committed seeds of one of the twins' arms (test accuracy,
+  points; the later seed's file name minus the earlier's, as `same_arm_spread` pools them)."""
   root = Path(root or results.results_root())
   arms = {_arm(results.read_json(root / "runs" / f"{r['run']}.json")) for r in rows}
   by_arm: dict[str, list[float]] = {}
@@ -55,8 +63,7 @@ def same_arm_spread(rows: list[dict], root: Path | None = None) -> float | None:
     m = results.read_json(path)
     if "config" in m and (key := _arm(m)) in arms:
       by_arm.setdefault(key, []).append(100 * m["accuracy"])
-  diffs = [a - b for accs in by_arm.values() for i, a in enumerate(accs) for b in accs[i + 1:]]
-  return float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
+  return [a - b for accs in by_arm.values() for i, a in enumerate(accs) for b in accs[i + 1:]]
 
 
 # Config fields that name where and how often a run reports, not what it computes.
@@ -64,9 +71,13 @@ _NOT_THE_ARM = ("seed", "data_dir", "log_every", "eval_every", "checkpoint_every
 
 
 def _arm(m: dict) -> str:
-  """A run file's arm: its config without the seed (and without what does not change a result)."""
+  """A run file's arm: its config without the seed (and without what does not change a result),
+  read as its hash reads it: a field added after some runs trained, still at its default, is left
+  out, so that runs written before and after it (seeds 0-2 and the seed plan's 3-4) are one arm."""
   import json
-  return json.dumps({k: v for k, v in m["config"].items() if k not in _NOT_THE_ARM}, sort_keys=True)
+  from mone.train import recipes
+  config = results.jsonable(recipes.from_json(m["config"]), for_hash=True)
+  return json.dumps({k: v for k, v in config.items() if k not in _NOT_THE_ARM}, sort_keys=True)
 
 
 def summary(rows: list[dict], spread: float | None) -> dict:
@@ -82,6 +93,37 @@ def summary(rows: list[dict], spread: float | None) -> dict:
   out["verdict"] = ("device effect" if lo > 0 or hi < 0 else
                     f"no device effect detected: a systematic shift larger than {max(abs(lo), abs(hi)):.1f} points is ruled out")
   return out
+
+
+FIGURE = "devices.png"  # under the results folder, beside the book's other generated figures
+
+
+def figure(rows: list[dict], seed_diffs: list[float], s: dict, path) -> None:
+  """The page's picture of its verdict: each twin's difference (same seed, other device) beside
+  every difference between two seeds of the same arms, on one axis, with the twins' mean and its
+  95% CI. A device effect would shift the twins' dots as a group; noise of a seed's kind spreads
+  them as widely as the seeds'. matplotlib is imported here only."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  plots.theme()
+  fig, ax = plt.subplots(figsize=(7.0, 2.6))
+  groups = [("two seeds of one arm\n(committed runs)", seed_diffs, "0.55"),
+            ("twin minus original\n(same seed, other device)", [r["diff"] for r in rows], "#0173b2")]
+  jitter = np.random.default_rng(0)  # fixed: the figure changes only with its data
+  for y, (_, values, color) in enumerate(groups):
+    ax.scatter(values, y + jitter.uniform(-0.15, 0.15, len(values)), s=18, color=color, alpha=0.75, lw=0)
+  if "mean" in s:
+    ax.errorbar([s["mean"]], [1.35], xerr=[[s["mean"] - s["ci95"][0]], [s["ci95"][1] - s["mean"]]], fmt="o",
+                color="#0173b2", capsize=4, ms=5)
+    ax.annotate(f"mean {s['mean']:+.2f}, 95% CI [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}]", (s["ci95"][1], 1.35),
+                xytext=(6, -3), textcoords="offset points", fontsize=8)
+  ax.axvline(0, color="0.3", lw=0.8)
+  ax.set_yticks(range(len(groups)), [g[0] for g in groups], fontsize=8)
+  ax.set_ylim(-0.5, 1.7)
+  ax.set(xlabel="difference in test accuracy (points)", title="Does the device move a run more than its seed does?")
+  fig.tight_layout()
+  plots.save_png(fig, path, dpi=110)
 
 
 def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
@@ -101,9 +143,10 @@ def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
   return "\n".join(out) + "\n"
 
 
-def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "") -> str:
-  """The book's page on the device effect: the twins, their verdict, where every arm trained
-  (`device_matrix`) and where the seed plan stands (`plan.progress_note`)."""
+def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", image: str = "") -> str:
+  """The book's page on the device effect: the twins, their verdict (with `figure`'s picture at
+  `image`, a path relative to the page, where given), where every arm trained (`device_matrix`)
+  and where the seed plan stands (`plan.progress_note`)."""
   out = ["# Does the device change a run's accuracy?", "",
          "Generated by `python -m mone.chapters.devices book/devices.md` from the run files: each row is a committed "
          "run and its twin, the same config and seed retrained on another device "
@@ -129,6 +172,8 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "") -
     out += [f"**{s['verdict'][0].upper()}{s['verdict'][1:]}.** Over {s['n']} twins the mean difference is "
             f"{s['mean']:+.2f} points, 95% CI [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}]; the twins differ with a standard "
             f"deviation of {s['twin_sd']:.2f} points{spread}.", ""]
+    if image:
+      out += [f"![Each twin's difference beside every difference between two seeds of the same arms]({image})", ""]
   else:
     out += [f"{s['verdict']}.", ""]
   return "\n".join(out + where)
@@ -145,8 +190,14 @@ def main(argv=None):
     matrix, plan_note = device_matrix(headlines.landed()), plan.progress_note(plan.progress())
   else:
     matrix, plan_note = "", ""
-  text = markdown(rows, summary(rows, same_arm_spread(rows, args.results) if rows else None), matrix, plan_note)
-  path = Path(args.out)
+  seed_diffs = same_arm_differences(rows, args.results) if rows else []
+  s = summary(rows, float(np.std(seed_diffs, ddof=1)) if len(seed_diffs) >= 2 else None)
+  path, image = Path(args.out), ""
+  if "mean" in s:  # the picture beside the page's verdict, under the results folder it was read from
+    png = Path(args.results or results.results_root()) / FIGURE
+    figure(rows, seed_diffs, s, png)
+    image = os.path.relpath(png.resolve(), path.resolve().parent)
+  text = markdown(rows, s, matrix, plan_note, image)
   if not path.exists() or path.read_text() != text:
     results.atomic_write_text(path, text)
 
