@@ -139,7 +139,7 @@ EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 figures: $(EXECUTED)
 	$(PY) -m mone.chapters.claims $(VERDICTS) --figures $(if $(filter small,$(PROFILE)),--readme README.md)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile)
-	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/seed_plan_changes.md --compare results/three_seeds --kind trained)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/seed_plan_changes.md --compare results/three_seeds --kind trained --compare-figure results/seed_plan_changes.png --labels '3 seeds' '5 seeds')
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.devices book/devices.md)
 
 # In order: a chapter reuses the runs of the chapters before it.

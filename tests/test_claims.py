@@ -264,6 +264,28 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
     claims.main([str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])
 
 
+def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tmp_path):
+  three = {"03": [claims.trained("fig3.a", "c", "p", _seeds([1.0, 3.0, -0.5]), relation="beats", tolerance=0.0),
+                  claims.trained("fig3.one", "c", "p", _seeds([1.0]), relation="beats", tolerance=0.0)]}
+  five = {"03": [claims.trained("fig3.a", "c", "p", _seeds([1.0, 3.0, -0.5, 2.0, 1.5]), relation="beats", tolerance=0.0),
+                 claims.trained("fig3.one", "c", "p", _seeds([1.2]), relation="beats", tolerance=0.0)]}
+  for root, chapters in (("old", three), ("new", five)):
+    (tmp_path / root / "03").mkdir(parents=True)
+    (tmp_path / root / "03" / "claims.json").write_text(json.dumps(chapters["03"]))
+  png = tmp_path / "changes.png"
+  argv = [str(tmp_path / "changes.md"), "--results", str(tmp_path / "new"), "--compare", str(tmp_path / "old"),
+          "--compare-figure", str(png), "--labels", "3 seeds", "5 seeds"]
+  claims.main(argv)
+  first = png.read_bytes()
+  assert first.startswith(b"\x89PNG") and (tmp_path / "changes.md").read_text() == claims.changes(three, five)
+  claims.main(argv)
+  assert png.read_bytes() == first  # the same claims draw the same bytes
+  with pytest.raises(ValueError, match="no trained claim has an interval in both"):  # one seed: no interval
+    claims.compare_figure({"03": three["03"][1:]}, {"03": five["03"][1:]}, png, "a", "b")
+  with pytest.raises(SystemExit):
+    claims.main([str(tmp_path / "x.md"), "--compare-figure", str(png)])
+
+
 def test_the_landing_answer_counts_kinds_apart_and_leads_with_the_headline():
   trained = [claims.trained("fig3.mone_matches_vit", "MoNE matches ViT", "p", {0: 80.0, 1: 81.0, 2: 79.0}, {0: 80.5, 1: 80.0, 2: 80.2},
                             relation="matches", tolerance=1.0),

@@ -490,6 +490,47 @@ def answer(claims: list[dict]) -> str:
   return out.strip()
 
 
+LANDING_COLOURS = {"reproduced": "#029e73", "not reproduced": "#d55e00", "inconclusive": "#949494"}
+
+
+def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path, before: str, after: str) -> None:
+  """`changes` as a picture: for every trained claim with an interval in both sets ({chapter:
+  claims}), its mean and 95% CI before (thin, above) and after (thick, below), coloured by each
+  verdict, so that a reader sees which intervals shrank, which means moved and which crossed
+  zero. `before` and `after` name the two sets in the legend. matplotlib is imported here only."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  ids = lambda sets: {c["id"]: c for cs in sets.values() for c in cs
+                      if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"}
+  a, b = ids(old), ids(new)
+  shared = [i for i in b if i in a]
+  if not shared:
+    raise ValueError("compare_figure: no trained claim has an interval in both sets")
+  fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(shared) + 1.4))
+  for y, ident in enumerate(reversed(shared)):
+    for c, dy, lw, ms in ((a[ident], 0.17, 1.2, 3.5), (b[ident], -0.12, 3.0, 5.5)):
+      col = LANDING_COLOURS[c["verdict"]]
+      ax.plot(c["ci95"], [y + dy] * 2, color=col, lw=lw, solid_capstyle="butt", alpha=0.55 if dy > 0 else 1.0,
+              ls=(0, (2, 1)) if c.get("test") == "welch" else "-")  # unpaired: dashed, as on the landing figure
+      ax.plot(c["measured"], y + dy, "o", color=col, ms=ms, alpha=0.55 if dy > 0 else 1.0)
+  ax.axvline(0, color="k", lw=0.8)
+  ax.set_yticks(range(len(shared)), [i + (" (unpaired)" if b[i].get("test") == "welch" else "") for i in reversed(shared)],
+                fontsize=8)
+  ax.plot([], [], color="0.4", lw=1.2, alpha=0.55, label=f"{before} (thin, above)")
+  ax.plot([], [], color="0.4", lw=3.0, label=f"{after} (thick, below)")
+  for v, col in LANDING_COLOURS.items():
+    ax.plot([], [], "s", color=col, label=v)
+  ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, handlelength=1.5,
+            columnspacing=1.0)  # above the axes: no claim's interval is hidden under it
+  ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over seeds")
+  ax.set_title(f"Every trained claim with an interval: {before} and {after}", fontsize=10, pad=36)
+  ax.grid(alpha=0.3, axis="x")
+  fig.tight_layout()
+  from mone.chapters import plots
+  plots.save_png(fig, path, dpi=110)
+
+
 def landing_figure(claims: list[dict], path) -> None:
   """The landing page's figure: every trained comparison's mean difference (MoNE minus
   the baseline, in points) with its 95% CI (paired; dashed where the claim is unpaired by
@@ -502,7 +543,7 @@ def landing_figure(claims: list[dict], path) -> None:
   import matplotlib.pyplot as plt
   from mone import results
   cs = [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
-  colour = {"reproduced": "#029e73", "not reproduced": "#d55e00", "inconclusive": "#949494"}
+  colour = LANDING_COLOURS
   fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(cs) + 1.3))
   for y, c in enumerate(reversed(cs)):
     lo, hi = c["ci95"]
@@ -715,10 +756,16 @@ def main(argv=None):
                   help="write instead the table of verdict changes from OLD_RESULTS' claims to --results' (`changes`)")
   ap.add_argument("--kind", choices=KINDS, default=None,
                   help="with --compare: only the claims of this kind (e.g. trained: what more seeds can move)")
+  ap.add_argument("--compare-figure", metavar="PNG", default=None,
+                  help="with --compare: also draw each claim's interval before and after (`compare_figure`; needs matplotlib)")
+  ap.add_argument("--labels", nargs=2, metavar=("BEFORE", "AFTER"), default=("before", "after"),
+                  help="with --compare-figure: what the two results folders are, for its legend")
   ap.add_argument("--figures", action="store_true", help=f"also draw the landing figure (results/{LANDING_FIGURE}; needs matplotlib)")
   ap.add_argument("--readme", metavar="README", default=None,
                   help="also rewrite the answer between README's <!-- answer:start --> and <!-- answer:end --> lines")
   args = ap.parse_args(argv)
+  if args.compare_figure and not args.compare:
+    ap.error("--compare-figure draws a comparison: give --compare OLD_RESULTS too")
   from mone import results
   from mone.chapters import significance
   if args.compare:
@@ -728,6 +775,8 @@ def main(argv=None):
     if args.kind:
       old, new = of_kind(old, args.kind), of_kind(new, args.kind)
     _write_if_changed(Path(args.out), changes(old, new), results)
+    if args.compare_figure:
+      compare_figure(old, new, args.compare_figure, *args.labels)
     return
   root = Path(args.results) if args.results else results.results_root()
   # Holm needs every chapter's claims: the family-wise verdicts and p-values go back into each file.
