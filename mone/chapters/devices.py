@@ -55,7 +55,8 @@ def same_arm_spread(rows: list[dict], root: Path | None = None) -> float | None:
 
 def same_arm_differences(rows: list[dict], root: Path | None = None) -> list[float]:
   """Every difference between two committed seeds of one of the twins' arms (test accuracy,
-  points; the later seed's file name minus the earlier's, as `same_arm_spread` pools them)."""
+  points; each pair once, the file first in name order minus the other, as `same_arm_spread` pools
+  them: the sign carries no meaning, the spread does)."""
   root = Path(root or results.results_root())
   arms = {_arm(results.read_json(root / "runs" / f"{r['run']}.json")) for r in rows}
   by_arm: dict[str, list[float]] = {}
