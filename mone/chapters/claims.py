@@ -491,6 +491,13 @@ def answer(claims: list[dict]) -> str:
 
 
 LANDING_COLOURS = {"reproduced": "#029e73", "not reproduced": "#d55e00", "inconclusive": "#949494"}
+WELCH_DASH = (0, (2, 1))  # an unpaired claim's interval (Welch's, from both arms): not a CI of paired differences
+DIFFERENCE_AXIS = "MoNE minus the baseline (points), mean and 95% CI over seeds"
+
+
+def _with_interval(claims: list[dict]) -> list[dict]:
+  """The claims the forest figures draw: trained comparisons in points that have a 95% CI."""
+  return [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
 
 
 def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path, before: str, after: str) -> None:
@@ -501,8 +508,7 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
-  ids = lambda sets: {c["id"]: c for cs in sets.values() for c in cs
-                      if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"}
+  ids = lambda sets: {c["id"]: c for c in _with_interval([c for cs in sets.values() for c in cs])}
   a, b = ids(old), ids(new)
   shared = [i for i in b if i in a]
   if not shared:
@@ -512,7 +518,7 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
     for c, dy, lw, ms in ((a[ident], 0.17, 1.2, 3.5), (b[ident], -0.12, 3.0, 5.5)):
       col = LANDING_COLOURS[c["verdict"]]
       ax.plot(c["ci95"], [y + dy] * 2, color=col, lw=lw, solid_capstyle="butt", alpha=0.55 if dy > 0 else 1.0,
-              ls=(0, (2, 1)) if c.get("test") == "welch" else "-")  # unpaired: dashed, as on the landing figure
+              ls=WELCH_DASH if c.get("test") == "welch" else "-")
       ax.plot(c["measured"], y + dy, "o", color=col, ms=ms, alpha=0.55 if dy > 0 else 1.0)
   ax.axvline(0, color="k", lw=0.8)
   ax.set_yticks(range(len(shared)), [i + (" (unpaired)" if b[i].get("test") == "welch" else "") for i in reversed(shared)],
@@ -523,7 +529,7 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
     ax.plot([], [], "s", color=col, label=v)
   ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, handlelength=1.5,
             columnspacing=1.0)  # above the axes: no claim's interval is hidden under it
-  ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over seeds")
+  ax.set_xlabel(DIFFERENCE_AXIS)
   ax.set_title(f"Every trained claim with an interval: {before} and {after}", fontsize=10, pad=36)
   ax.grid(alpha=0.3, axis="x")
   fig.tight_layout()
@@ -542,15 +548,13 @@ def landing_figure(claims: list[dict], path) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   from mone import results
-  cs = [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
+  cs = _with_interval(claims)
   colour = LANDING_COLOURS
   fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(cs) + 1.3))
   for y, c in enumerate(reversed(cs)):
     lo, hi = c["ci95"]
-    # An unpaired claim's interval (Welch's, from both arms) is drawn dashed: it is not a CI of
-    # paired differences like the others on this axis.
     ax.plot([lo, hi], [y, y], color=colour[c["verdict"]], lw=2.5, solid_capstyle="butt",
-            ls=(0, (2, 1)) if c.get("test") == "welch" else "-")
+            ls=WELCH_DASH if c.get("test") == "welch" else "-")
     lost = c.get("verdict_familywise", c["verdict"]) != c["verdict"]  # decided alone, not family-wise
     ax.plot(c["measured"], y, "o", color=colour[c["verdict"]], ms=6 if lost else 5, mfc="white" if lost else None)
     tol = c["tolerance"]
@@ -561,11 +565,11 @@ def landing_figure(claims: list[dict], path) -> None:
   ax.axvline(0, color="k", lw=0.8)
   ax.set_yticks(range(len(cs)), [c["id"] + (" (unpaired)" if c.get("test") == "welch" else "") for c in reversed(cs)],
                 fontsize=8)
-  ax.set_xlabel("MoNE minus the baseline (points), mean and 95% CI over seeds")
+  ax.set_xlabel(DIFFERENCE_AXIS)
   for v, col in colour.items():
     ax.plot([], [], color=col, lw=2.5, label=v)
   if any(c.get("test") == "welch" for c in cs):
-    ax.plot([], [], color="0.3", lw=2.5, ls=(0, (2, 1)), label="unpaired: Welch's CI from both arms")
+    ax.plot([], [], color="0.3", lw=2.5, ls=WELCH_DASH, label="unpaired: Welch's CI from both arms")
   if any(c.get("verdict_familywise", c["verdict"]) != c["verdict"] for c in cs):
     ax.plot([], [], "o", color="0.3", mfc="white", label="not kept family-wise (Holm, 5%)")
   ax.fill_between([], [], color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie")

@@ -49,7 +49,10 @@ def same_arm_spread(rows: list[dict], root: Path | None = None) -> float | None:
   """The standard deviation of the differences between two seeds of one arm (test accuracy,
   points), over every pair of committed seeds of the twins' arms: what two runs of the same
   config differ by when their seed differs. None with fewer than two such differences."""
-  diffs = same_arm_differences(rows, root)
+  return _spread(same_arm_differences(rows, root))
+
+
+def _spread(diffs: list[float]) -> float | None:
   return float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
 
 
@@ -102,7 +105,7 @@ FIGURE = "devices.png"  # under the results folder, beside the book's other gene
 def figure(rows: list[dict], seed_diffs: list[float], s: dict, path) -> None:
   """The page's picture of its verdict: each twin's difference (same seed, other device) beside
   every difference between two seeds of the same arms, on one axis, with the twins' mean and its
-  95% CI. A device effect would shift the twins' dots as a group; noise of a seed's kind spreads
+  95% CI (`summary` of at least two twins). A device effect would shift the twins' dots as a group; noise of a seed's kind spreads
   them as widely as the seeds'. matplotlib is imported here only."""
   import matplotlib
   matplotlib.use("Agg")
@@ -114,11 +117,10 @@ def figure(rows: list[dict], seed_diffs: list[float], s: dict, path) -> None:
   jitter = np.random.default_rng(0)  # fixed: the figure changes only with its data
   for y, (_, values, color) in enumerate(groups):
     ax.scatter(values, y + jitter.uniform(-0.15, 0.15, len(values)), s=18, color=color, alpha=0.75, lw=0)
-  if "mean" in s:
-    ax.errorbar([s["mean"]], [1.35], xerr=[[s["mean"] - s["ci95"][0]], [s["ci95"][1] - s["mean"]]], fmt="o",
-                color="#0173b2", capsize=4, ms=5)
-    ax.annotate(f"mean {s['mean']:+.2f}, 95% CI [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}]", (s["ci95"][1], 1.35),
-                xytext=(6, -3), textcoords="offset points", fontsize=8)
+  ax.errorbar([s["mean"]], [1.35], xerr=[[s["mean"] - s["ci95"][0]], [s["ci95"][1] - s["mean"]]], fmt="o",
+              color="#0173b2", capsize=4, ms=5)
+  ax.annotate(f"mean {s['mean']:+.2f}, 95% CI [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}]", (s["ci95"][1], 1.35),
+              xytext=(6, -3), textcoords="offset points", fontsize=8)
   ax.axvline(0, color="0.3", lw=0.8)
   ax.set_yticks(range(len(groups)), [g[0] for g in groups], fontsize=8)
   ax.set_ylim(-0.5, 1.7)
@@ -192,7 +194,7 @@ def main(argv=None):
   else:
     matrix, plan_note = "", ""
   seed_diffs = same_arm_differences(rows, args.results) if rows else []
-  s = summary(rows, float(np.std(seed_diffs, ddof=1)) if len(seed_diffs) >= 2 else None)
+  s = summary(rows, _spread(seed_diffs))
   path, image = Path(args.out), ""
   if "mean" in s:  # the picture beside the page's verdict, under the results folder it was read from
     png = Path(args.results or results.results_root()) / FIGURE
