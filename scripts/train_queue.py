@@ -1,8 +1,9 @@
 """Trains the recalibrated small profile's runs (`mone.chapters.plan.runs`) one at a time, in
 plan order (or the longest first: --order longest), skipping those whose run file exists; a
 killed queue resumes its current run from its checkpoints when started again. Commit each
-finished run file as it lands, and the router weights it saves under results/weights/
-(`plan.keeps_router_weights`).
+finished run file as it lands, and the weights it saves under results/weights/: every final
+parameter of a run of the ten-seed plan (`plan.keeps_weights`), the router's inputs of the other
+MoNE runs (`plan.keeps_router_weights`).
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
   mkdir -p $HOME/mone-cache && MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
@@ -103,6 +104,28 @@ def next_run(runs: list):
       continue
     return (label, cfg), lock
   return None
+
+
+def save_weights(cfg) -> None:
+  """Writes the weights the queue commits for cfg's finished run, from the checkpoint it just wrote:
+  every final parameter (`plan.keeps_weights`) or only the router's inputs (`plan.keeps_router_weights`).
+  Nothing where the file exists or neither applies."""
+  if experiments.weights_path(cfg).exists():
+    return
+  if plan.keeps_weights(cfg):
+    experiments.stored_params(cfg)
+  elif plan.keeps_router_weights(cfg):
+    experiments.router_params(cfg)
+  else:
+    return
+  logging.info("saved %s", experiments.weights_path(cfg))
+
+
+def missing_weights(runs: list) -> list:
+  """The finished runs of `runs` whose weights the queue keeps but has not written (a queue killed
+  between a run file and its weights), with a checkpoint at hand to write them from."""
+  return [cfg for _, cfg in runs if experiments.run_path(cfg).exists() and not experiments.weights_path(cfg).exists()
+          and (plan.keeps_weights(cfg) or plan.keeps_router_weights(cfg)) and (experiments.workdir(cfg) / "metrics.json").exists()]
 
 
 def longest_first(runs: list, seconds: list) -> list:
@@ -248,6 +271,9 @@ def main():
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")
+  if args.worker in (None, 0):  # one process writes what a killed queue left unwritten
+    for cfg in missing_weights(runs):
+      save_weights(cfg)
   runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
   if args.order == "longest":
     _, finished = finished_runs(args.twins)
@@ -262,9 +288,7 @@ def main():
       start = time.time()
       m = experiments.run(cfg, progress=False)
       trained += 1
-      if plan.keeps_router_weights(cfg) and not experiments.weights_path(cfg).exists():
-        experiments.router_params(cfg)  # from the checkpoint the run just wrote
-        logging.info("saved %s", experiments.weights_path(cfg))
+      save_weights(cfg)
     logging.info("finished %s: accuracy %.2f%% after %d steps, %.0f s", label, 100 * m["accuracy"],
                  m["train_steps"], time.time() - start)
   left = sum(not experiments.run_path(c).exists() for _, c in runs)

@@ -1,5 +1,6 @@
 """The recalibrated small profile's run plan (`mone.chapters.plan`)."""
 import collections
+import dataclasses
 
 import pytest
 
@@ -20,7 +21,7 @@ def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
   for base in ("ViT", "MoNE e_c=0.4", "MatViT", "MoD", "MoNE e_c=0.3", "MoNE e_c=0.2", "MoNE e_c=0.2, random router",
                "MoNE e_c=0.6", "MoNE e_c=0.3, random router") + tuple(f"{task}: {m}" for task in ("temporal", "appearance") for m in ("ViViT", "MoNE e_c=0.4", "MatViViT")) \
       + ("temporal: MoNE e_c=0.3", "Table 1: Proportionate", "Table 1: Uniform", "Table 1: MoD Greedy e_c=0.4", "Table 1: Greedy e_c=0.4"):
-    assert seeds[base] == set(plan.SEEDS + plan.EXTRA_SEEDS), base
+    assert seeds[base] == set(plan.SEEDS + plan.EXTRA_SEEDS + plan.SEEDS_TO_TEN), base
   assert len(plan.SEEDS) >= 3 and not set(plan.SEEDS) & set(plan.EXTRA_SEEDS)
 
 
@@ -139,12 +140,50 @@ def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
   assert {"MoNE e_c=0.4, seed 0", "MoNE e_c=0.3, seed 0", "MoNE e_c=0.3, random router, seed 0",
           "temporal: MoNE e_c=0.3, seed 0"} <= labels
   assert not any(l.startswith(("ViT", "MatViT", "MoD")) or "router before block" in l or "adaptive" in l or "Table 1" in l for l in labels)
-  total = 0
+  total, full = 0, 0
   for label, cfg in plan.runs():
-    if plan.keeps_router_weights(cfg):
+    if plan.keeps_router_weights(cfg) or plan.keeps_weights(cfg):
       shapes = jax.eval_shape(lambda: steps.init_params(cfg, steps.build_model(cfg), np.zeros(steps.input_shape(cfg), np.float32)))
-      total += sum(4 * np.prod(a.shape) for k in experiments.ROUTER_INPUTS for a in jax.tree.leaves(shapes[k]))
+      if plan.keeps_weights(cfg):  # every parameter, which holds the router's inputs too
+        full += sum(4 * np.prod(a.shape) for a in jax.tree.leaves(shapes))
+      else:
+        total += sum(4 * np.prod(a.shape) for k in experiments.ROUTER_INPUTS for a in jax.tree.leaves(shapes[k]))
   assert total < 8 * 2**20, f"{total / 2**20:.1f} MiB of router weights"  # five seeds: about 5 MiB
+  # the ten-seed plan's 100 runs, every parameter in float32: about 200 MiB before compression
+  assert full < 256 * 2**20, f"{full / 2**20:.1f} MiB of the ten-seed plan's weights"
+
+
+def test_the_ten_seed_plan_keeps_every_parameter_of_each_of_its_runs_and_reads_them_only_all_together(tmp_path, monkeypatch):
+  ten = plan.ten_seed_runs()
+  assert len(ten) == 100 and {cfg.seed for _, cfg in ten} == set(plan.SEEDS_TO_TEN)
+  assert all(plan.keeps_weights(cfg) for _, cfg in ten)
+  assert not any(plan.keeps_weights(cfg) for _, cfg in plan.runs() if cfg.seed not in plan.SEEDS_TO_TEN)
+  # the same configs as seeds 0-4 but the seed
+  earlier = {(label.rpartition(", seed ")[0], results.config_hash(dataclasses.replace(cfg, seed=0))) for label, cfg in plan.runs()
+             if cfg.seed in plan.SEEDS}
+  assert all((label.rpartition(", seed ")[0], results.config_hash(dataclasses.replace(cfg, seed=0))) in earlier for label, cfg in ten)
+  # a results folder with every earlier run landed reads seeds 5-9 only once all 100 have landed
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
+  monkeypatch.setattr(plan, "single_device", lambda: True)
+  for _, cfg in plan.runs():
+    if cfg.seed not in plan.SEEDS_TO_TEN:
+      experiments.run_path(cfg).parent.mkdir(parents=True, exist_ok=True)
+      experiments.run_path(cfg).write_text("{}")
+  for i, (_, cfg) in enumerate(ten):
+    assert plan.seeds("small") == plan.SEEDS + plan.EXTRA_SEEDS
+    plan._ten_seeds_landed.cache_clear()
+    experiments.run_path(cfg).write_text("{}")
+    plan._ten_seeds_landed.cache_clear()
+  assert plan.seeds("small") == plan.SEEDS + plan.EXTRA_SEEDS + plan.SEEDS_TO_TEN
+
+
+def test_the_committed_ten_seed_plan_names_the_queues_runs_and_freezes_every_claim_with_an_interval():
+  from mone.chapters import claims, preregistration
+  frozen = results.read_json(results.RESULTS / "seed_plan_10.json")
+  assert [r["run_file"] for r in frozen["runs"]] == [experiments.run_path(cfg).name for _, cfg in plan.ten_seed_runs()]
+  assert [r["weights_file"] for r in frozen["runs"]] == [experiments.weights_path(cfg).name for _, cfg in plan.ten_seed_runs()]
+  assert set(frozen["claims"]) == set(preregistration.planned(claims.load(results.RESULTS)))
+  assert preregistration.check(frozen, "seed_plan_10.json", claims.load(results.RESULTS)) == []
 
 
 def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():

@@ -783,6 +783,7 @@ def main(argv=None):
       compare_figure(old, new, args.compare_figure, *args.labels)
     return
   root = Path(args.results) if args.results else results.results_root()
+  check_plans(root)
   # Holm needs every chapter's claims: the family-wise verdicts and p-values go back into each file.
   for chapter, cs in significance.annotate(load(root)).items():
     _write_if_changed(root / chapter / "claims.json",
@@ -795,6 +796,17 @@ def main(argv=None):
   _write_if_changed(Path(args.out), landing_page(root, figure=figure if (root / LANDING_FIGURE).exists() else None), results)
   if args.readme and Path(args.readme).exists():
     _write_if_changed(Path(args.readme), replace_block(Path(args.readme).read_text(), readme_block(root)), results)
+
+
+def check_plans(root: Path) -> None:
+  """Stops (SystemExit, one line per claim) where a chapter's claim no longer matches the definition
+  a seed plan under root froze (`preregistration.check`), before any page is written from it."""
+  from mone.chapters import preregistration
+  for path in sorted(root.glob("seed_plan*.json")):
+    plan = json.loads(path.read_text())
+    if any("definition_hash" in c for c in plan.get("claims", {}).values()):
+      if problems := preregistration.check(plan, path.name, load(root)):
+        raise SystemExit("\n".join(problems))
 
 
 def _write_if_changed(path: Path, text: str, results) -> None:

@@ -27,6 +27,11 @@ SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
 # results/seed_plan.json). Three seeds left most trained claims inconclusive for want of seeds:
 # their CIs' half-widths shrink by t(0.975, n-1) / sqrt(n), from 2.48 s at n = 3 to 1.24 s at n = 5.
 EXTRA_SEEDS = (3, 4)
+# Five more paired seeds of every headline run, fixed on 2026-12-01 before any of them trained, with
+# every planned claim's definition frozen (`ten_seed_plan`, committed as results/seed_plan_10.json;
+# `mone.chapters.preregistration`). From 5 to 10 paired seeds a 95% t-interval's half-width shrinks
+# by (t(0.975, 9) / sqrt(10)) / (t(0.975, 4) / sqrt(5)) = 0.58.
+SEEDS_TO_TEN = (5, 6, 7, 8, 9)
 RECIPE = "digits64"
 
 
@@ -40,7 +45,9 @@ def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
   happened to finish first (which would let the order of training choose a verdict)."""
   experiments.check_profile(profile)
   if profile == "small":
-    return SEEDS + EXTRA_SEEDS if single_device() else SEEDS
+    if not single_device():
+      return SEEDS
+    return SEEDS + EXTRA_SEEDS + (SEEDS_TO_TEN if ten_seeds_landed() else ())
   return {"smoke": (0, 1), "paper": (seed,)}[profile]
 
 
@@ -133,6 +140,34 @@ def extra_landed() -> tuple[int, int]:
   """(landed, planned): how many of `extra_runs` have a run file."""
   planned = extra_runs()
   return sum(experiments.run_path(cfg).exists() for _, cfg in planned), len(planned)
+
+
+def ten_seed_runs() -> list[tuple[str, recipes.TrainConfig]]:
+  """(label, config) of the ten-seed plan's runs, in training order: every headline run (the
+  labels trained at every seed of the five-seed plan) at SEEDS_TO_TEN, with the same config but
+  its seed; the image runs first, then the short video runs, then the long ones (`video_runs`)."""
+  headline = _headline_labels()
+  return [r for r in image_runs(seeds=SEEDS_TO_TEN) + video_runs(seeds=SEEDS_TO_TEN)
+          if r[1].seed in SEEDS_TO_TEN and r[0].rpartition(", seed ")[0] in headline]
+
+
+def ten_seeds_landed() -> bool:
+  """Whether every run of `ten_seed_runs` has its run file (the chapters read seeds 5-9 only then:
+  a claim is decided at the seeds fixed in advance, never on the runs that finished first).
+  Answered once per results folder and process, as `single_device`."""
+  return _ten_seeds_landed(str(experiments.results_root()))
+
+
+@functools.lru_cache(maxsize=None)
+def _ten_seeds_landed(root: str) -> bool:
+  return all(experiments.run_path(cfg).exists() for _, cfg in ten_seed_runs())
+
+
+def keeps_weights(cfg: recipes.TrainConfig) -> bool:
+  """Whether the queue commits every final parameter of cfg's run under results/weights/ (the run
+  file's name, .npz): every run of the ten-seed plan, so that later analyses evaluate them without
+  retraining (`experiments.stored_params` reads them back)."""
+  return cfg.seed in SEEDS_TO_TEN
 
 
 def trains(profile: str, recompute: bool = False) -> bool:
@@ -341,11 +376,11 @@ def device_table(finished: list[dict]) -> str:
 
 def runs() -> list[tuple[str, recipes.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs, the
-  images, then the other videos."""
+  images, then the other videos; then the ten-seed plan's runs (`ten_seed_runs`)."""
   every = SEEDS + EXTRA_SEEDS
   videos = video_runs(seeds=every)
   return ([r for r in videos if r[0] in CALIBRATION] + image_runs(seeds=every)
-          + [r for r in videos if r[0] not in CALIBRATION])
+          + [r for r in videos if r[0] not in CALIBRATION] + ten_seed_runs())
 
 
 def seed_plan(chapters: dict[str, list[dict]]) -> dict:
@@ -376,6 +411,43 @@ def seed_plan(chapters: dict[str, list[dict]]) -> dict:
                "subset, and training does not stop on a result."),
       "claims": planned,
       "runs": [{"label": label, "run_file": experiments.run_path(cfg).name} for label, cfg in extra_runs()],
+  }
+
+
+def ten_seed_plan(chapters: dict[str, list[dict]]) -> dict:
+  """The pre-registered plan for SEEDS_TO_TEN, from the chapters' claims as they stand at five
+  seeds, before any of its runs trained (`claims.load()`, with the family-wise verdicts): its
+  runs (each with the weights file it commits), the rule that reads them, and every trained claim
+  with an interval frozen (`preregistration.frozen`: definition, its hash, where it stands, and its
+  expected power at 10 seeds). Written once and committed before the runs; `make figures` holds the
+  chapters to its definitions (`preregistration.check`)."""
+  from mone.chapters import preregistration
+  n = len(SEEDS + EXTRA_SEEDS + SEEDS_TO_TEN)
+  return {
+      "fixed_on": "2026-12-01",
+      "seeds": list(SEEDS_TO_TEN),
+      "decided_at": list(SEEDS + EXTRA_SEEDS + SEEDS_TO_TEN),
+      "rule": (f"Every headline run of the five-seed plan trains at seeds {SEEDS_TO_TEN[0]}-{SEEDS_TO_TEN[-1]} with the "
+               "same config, only its seed changed, on the CPU (one pinned core per run, float32 matmuls in full "
+               "precision), as seeds 3 and 4 did, and commits its run file and its final parameters. The chapters read "
+               f"seeds {SEEDS_TO_TEN[0]}-{SEEDS_TO_TEN[-1]} only when all {len(ten_seed_runs())} runs have been committed "
+               "(mone.chapters.plan.seeds); until then they read seeds 0-4. No run is added or dropped, and training "
+               f"does not stop on a result. Every claim below is then decided at {n} paired seeds with the definition "
+               "frozen here; make figures fails on a definition that no longer hashes to it unless the change is "
+               "recorded as a deviation (mone.chapters.preregistration), and the book then shows this definition's "
+               "result beside the changed one."),
+      "power_note": (f"expected_at_{n}_seeds is an estimate, not a promise: the share of simulated sets of {n} paired "
+                     "seeds whose 95% t-interval decides the claim each way, if the mean and spread it shows at five seeds "
+                     "were the truth (preregistration.expected_power). Those are themselves noisy estimates from five "
+                     "seeds."),
+      "notes": {"fig1.top_tokens_on_object": (
+          "The five-seed plan decided this claim on the full expert's router probability; the chapter changed to its "
+          "logit (the paper's Figure 1 score) after that plan and before any run of seeds 3-4 landed. This plan freezes "
+          "the logit, and the chapter computes the probability's margins beside it, so the five-seed plan's definition "
+          "can be shown at ten seeds too.")},
+      "claims": preregistration.frozen(chapters, n),
+      "runs": [{"label": label, "run_file": experiments.run_path(cfg).name, "weights_file": experiments.weights_path(cfg).name}
+               for label, cfg in ten_seed_runs()],
   }
 
 
@@ -413,8 +485,13 @@ if __name__ == "__main__":
                                            "the device amendment to an existing plan, leaving the rest as written.")
   ap.add_argument("out", help="where to write it, e.g. results/seed_plan.json")
   ap.add_argument("--amend", action="store_true")
+  ap.add_argument("--ten", action="store_true", help="write the ten-seed plan (ten_seed_plan) instead")
   args = ap.parse_args()
-  if args.amend:
+  if args.ten:
+    from mone.chapters import significance
+    results.atomic_write_json(args.out, ten_seed_plan(significance.annotate(claims.load())))
+    print(f"wrote {args.out}: {len(ten_seed_runs())} runs at seeds {list(SEEDS_TO_TEN)}")
+  elif args.amend:
     rows = devices.twins()
     written = results.read_json(args.out)
     results.atomic_write_json(args.out, {**written, "amendment": amendment({"twins": rows, **devices.summary(rows, None)})})

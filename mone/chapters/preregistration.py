@@ -1,0 +1,166 @@
+"""What each trained claim measures, frozen by a seed plan before its runs train.
+
+A trained claim is defined by five things: the quantity each seed contributes (`metric`), the
+runs it compares (`arms`), and how its interval decides it (`relation`, `tolerance`, `test`,
+recorded by `claims.trained` in claims.json). A seed plan stores every planned claim's
+definition and a hash of it before any of its runs train. `check` holds the chapters to it:
+`make figures` fails when a planned claim no longer hashes to its plan, unless the change is
+recorded in `DEVIATIONS` with what changed and why, so that the book can show the plan's result
+beside the changed one. A claim whose definition moves after its data are seen is the easiest way
+for a reproduction to fool itself; this makes such a move loud.
+
+`DEFINITIONS` is written by hand: it cannot see a change of what a chapter computes unless the
+chapter's code and this table change together, which review can check in one place.
+"""
+import hashlib
+import json
+import math
+
+import numpy as np
+import scipy.stats
+
+from mone.chapters import claims as claims_lib
+from mone.chapters.routers import OBJECT_FRACTION
+
+# What a seed contributes to each trained claim (metric) and what it compares (arms: the plan's
+# run labels without ", seed N"). "expected at random" is an arm computed from the first one.
+_ACCURACY = "top-1 test accuracy (%)"
+_OBJECT = ("precision (points) of the tokens the full expert processes against the object tokens "
+           f"(at least {100 * OBJECT_FRACTION:g}% of a token's pixels on the digit)")
+_DROP = ("a model's own accuracy drop (points): accuracy at an inference e_c minus at its training e_c, "
+         "on the grid of Figure 5")
+DEFINITIONS = {
+    "fig1.top_tokens_on_object": {
+        "metric": "per seed, the smallest over the thresholds top 50%, 25%, 12.5% (tokens ranked by the full "
+                  "expert's router logit) of the kept tokens' precision on object tokens minus a random choice's "
+                  "expected precision (points; 2,000 test images)",
+        "arms": ["MoNE e_c=0.4", "a random choice of as many tokens (expected)"]},
+    "table1.mone03_vs_proportionate": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.3", "Table 1: Proportionate"]},
+    "table1.mone04_vs_uniform": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "Table 1: Uniform"]},
+    "table1.mone04_vs_mod_greedy": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "Table 1: MoD Greedy e_c=0.4"]},
+    "table1.mone04_vs_greedy": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "Table 1: Greedy e_c=0.4"]},
+    "fig3.mone_matches_vit": {"metric": _ACCURACY, "arms": ["MoNE e_c=0.4", "ViT"]},
+    "fig3.mone_beats_matvit": {
+        "metric": f"{_ACCURACY} of MoNE at its cheapest e_c inside MatViT's FLOPs range (chosen on the lowest "
+                  "seed) minus MatViT's accuracy interpolated linearly at the same inference FLOPs",
+        "arms": ["MoNE e_c=0.2, 0.3, 0.4, 0.6", "MatViT"]},
+    "fig3.mone_beats_mod": {
+        "metric": f"MoNE's {_ACCURACY} interpolated linearly over its e_c curve at MoD's inference FLOPs, minus MoD's",
+        "arms": ["MoNE e_c=0.2, 0.3, 0.4, 0.6", "MoD"]},
+    "fig4.appearance.mone_no_drop": {"metric": _ACCURACY, "arms": ["appearance: MoNE e_c=0.4", "appearance: ViViT"]},
+    "fig4.appearance.mone_beats_matvivit": {
+        "metric": f"{_ACCURACY} of MoNE at its cheapest e_c inside MatViViT's FLOPs range minus MatViViT's "
+                  "interpolated at the same FLOPs",
+        "arms": ["appearance: MoNE e_c=0.4", "appearance: MatViViT"]},
+    "fig4.temporal.mone_no_drop": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "temporal: ViViT"]},
+    "fig4.temporal.mone_beats_matvivit": {
+        "metric": f"{_ACCURACY} of MoNE at its cheapest e_c inside MatViViT's FLOPs range minus MatViViT's "
+                  "interpolated at the same FLOPs",
+        "arms": ["temporal: MoNE e_c=0.3, 0.4", "temporal: MatViViT"]},
+    "fig5.images.drop_grows_with_shift": {
+        "metric": f"{_DROP}, mean at the largest shift |t - e| minus mean at the smallest",
+        "arms": ["MoNE e_c=0.2, 0.4, 0.6 evaluated at every e_c of the grid"]},
+    "fig5.images.steeper_high_to_low": {
+        "metric": f"{_DROP}, mean from a higher training e_c to a lower one minus from lower to higher, at equal shifts",
+        "arms": ["MoNE e_c=0.2, 0.4, 0.6 evaluated at every e_c of the grid"]},
+    "fig5.video.drop_grows_with_shift": {
+        "metric": f"{_DROP}, mean at the largest shift |t - e| minus mean at the smallest",
+        "arms": ["temporal: MoNE e_c=0.3, 0.4 evaluated at every e_c of the grid"]},
+    "fig5.video.steeper_high_to_low": {
+        "metric": f"{_DROP}, mean from a higher training e_c to a lower one minus from lower to higher, at equal shifts",
+        "arms": ["temporal: MoNE e_c=0.3, 0.4 evaluated at every e_c of the grid"]},
+    "fig5.video_gentler_than_images": {
+        "metric": f"{_DROP} per unit of shift, mean over the (train, eval) pairs both domains have",
+        "arms": ["MoNE e_c=0.2, 0.4, 0.6 (images)", "temporal: MoNE e_c=0.3, 0.4 (video)"]},
+    "fig6.learned_beats_random": {"metric": _ACCURACY, "arms": ["MoNE e_c=0.2", "MoNE e_c=0.2, random router"]},
+    "fig7.images.full_tokens_on_object": {
+        "metric": f"{_OBJECT}; 2,000 test images",
+        "arms": ["MoNE e_c=0.3", "a random choice of as many tokens (expected)"]},
+    "fig7.images.learned_beats_random_router": {
+        "metric": f"{_OBJECT}; 2,000 test images",
+        "arms": ["MoNE e_c=0.3", "MoNE e_c=0.3, random router"]},
+    "fig7.video.full_tokens_track_motion": {
+        "metric": "per temporal index, precision (points) of the full expert's tokens against the moving digits' tokens "
+                  "minus a random choice's of as many; 500 test clips",
+        "arms": ["temporal: MoNE e_c=0.3", "a random choice of as many tokens per temporal index (expected)"]},
+}
+
+# A planned claim whose definition changed after its plan: {plan file: {claim id: {"what", "why",
+# "when"}}}. `check` accepts the change only when it is recorded here; the book shows the plan's
+# result beside the changed one.
+DEVIATIONS: dict[str, dict[str, dict]] = {"seed_plan_10.json": {}}
+
+
+def definition(c: dict) -> dict:
+  """A trained claim's definition: its `DEFINITIONS` entry (metric, arms) with the relation,
+  tolerance and test its claims.json records."""
+  if c["id"] not in DEFINITIONS:
+    raise KeyError(f"claim {c['id']!r} has no entry in mone.chapters.preregistration.DEFINITIONS (metric, arms)")
+  return {**DEFINITIONS[c["id"]], "relation": c["relation"], "tolerance": float(c["tolerance"]), "test": c["test"]}
+
+
+def definition_hash(d: dict) -> str:
+  """A short hash of a definition, independent of key order."""
+  return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def planned(chapters: dict[str, list[dict]]) -> dict[str, tuple[str, dict]]:
+  """{claim id: (chapter, claim)} of the trained claims a seed plan freezes: those with an
+  interval (a single-seed study has none, and more seeds of the headline runs do not give it one)."""
+  return {c["id"]: (chapter, c) for chapter, rows in chapters.items() for c in rows
+          if c["kind"] == "trained" and c.get("ci95") is not None}
+
+
+def expected_power(c: dict, n: int, sims: int = 20_000, seed: int = 0) -> dict:
+  """An estimate of how a claim's interval decides at n paired seeds, if the spread and mean it
+  shows now were the truth: the share of `sims` simulated sets of n seeds (normal differences with
+  the claim's mean and sample SD; Welch's: each arm normal with its own) whose 95% t-interval is
+  reproduced or not reproduced (`claims.decide`). Fixed-seed, so the same on every machine."""
+  rng = np.random.default_rng(seed)
+  if c.get("test") == "welch":
+    a, b = np.asarray(c["per_seed_mone"], float), np.asarray(c["per_seed_baseline"], float)
+    xa = rng.normal(a.mean(), a.std(ddof=1), (sims, n))
+    xb = rng.normal(b.mean(), b.std(ddof=1), (sims, n))
+    va, vb = xa.var(axis=1, ddof=1) / n, xb.var(axis=1, ddof=1) / n
+    mean, se = xa.mean(1) - xb.mean(1), np.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (n - 1))
+  else:
+    d = np.asarray(c["per_seed"], float)
+    x = rng.normal(d.mean(), d.std(ddof=1), (sims, n))
+    mean, se, df = x.mean(1), x.std(axis=1, ddof=1) / math.sqrt(n), np.full(sims, n - 1.0)
+  half = scipy.stats.t.ppf(0.975, df) * se
+  verdicts = [claims_lib.decide(c["relation"], lo, hi, c["tolerance"]) for lo, hi in zip(mean - half, mean + half)]
+  share = {v: round(verdicts.count(v) / sims, 3) for v in ("reproduced", "not reproduced")}
+  return {**share, "decided": round(share["reproduced"] + share["not reproduced"], 3)}
+
+
+def frozen(chapters: dict[str, list[dict]], n: int) -> dict:
+  """Every planned claim (`planned`) as a plan freezes it: its definition and hash, where it
+  stands now (mean, CI, SD of the per-seed differences, seeds, verdict, family-wise verdict) and
+  its `expected_power` at n seeds."""
+  out = {}
+  for cid, (chapter, c) in sorted(planned(chapters).items()):
+    d = definition(c)
+    out[cid] = {"chapter": chapter, "definition": d, "definition_hash": definition_hash(d),
+                "now": {"mean": c["measured"], "ci95": c["ci95"], "n_seeds": c["n_seeds"],
+                        "sd": claims_lib._round(float(np.std(c["per_seed"], ddof=1))),
+                        "verdict": c["verdict"], "verdict_familywise": c.get("verdict_familywise")},
+                f"expected_at_{n}_seeds": expected_power(c, n)}
+  return out
+
+
+def check(plan: dict, plan_name: str, chapters: dict[str, list[dict]]) -> list[str]:
+  """What keeps the chapters from matching a plan's frozen definitions, one line each (empty:
+  they match): a planned claim that is missing, or whose definition no longer hashes to the
+  plan's without a deviation recorded in `DEVIATIONS[plan_name]`."""
+  now, recorded, problems = planned(chapters), DEVIATIONS.get(plan_name, {}), []
+  for cid, frozen_claim in plan["claims"].items():
+    if cid not in now:
+      problems.append(f"{cid}: planned in {plan_name} but no chapter decides it with an interval")
+      continue
+    d = definition(now[cid][1])
+    if definition_hash(d) != frozen_claim["definition_hash"] and cid not in recorded:
+      changed = sorted(k for k in d if d[k] != frozen_claim["definition"].get(k))
+      problems.append(f"{cid}: its definition changed since {plan_name} ({', '.join(changed)}); restore it, or record "
+                      "the change in mone.chapters.preregistration.DEVIATIONS with what changed and why")
+  return problems
