@@ -119,6 +119,14 @@ book-check: book
 PROFILE ?= small
 SEED ?=
 DATA_DIR ?=
+# A bad parameter stops Make here, in one line naming it, before anything runs, builds or is deleted
+# (scripts/figures_parameters.py, on the system's python3: .venv may not exist yet).
+ifneq ($(filter figures book book-check %.ipynb,$(MAKECMDGOALS)),)
+PARAMETER_PROBLEM := $(shell $(PYTHON) scripts/figures_parameters.py '$(PROFILE)' '$(SEED)' '$(DATA_DIR)')
+ifneq ($(PARAMETER_PROBLEM),)
+$(error $(PARAMETER_PROBLEM))
+endif
+endif
 NB_PARAMS := $(if $(SEED),seed=$(SEED)) $(if $(DATA_DIR),data_dir=$(DATA_DIR))
 CHAPTERS := $(basename $(notdir $(wildcard notebooks/[0-9]*.ipynb)))
 # The smoke profile (a check that every notebook runs) must never overwrite real results.
@@ -156,6 +164,8 @@ $(NB_OUT)/%.ipynb: $(INPUTS)/%.inputs
 	$(PY) scripts/run_notebook.py notebooks/$*.ipynb $@ $(PROFILE) $(NB_PARAMS)
 
 FORCE:
-.PRECIOUS: $(INPUTS)/%.inputs
-# A notebook that fails half-way leaves no executed copy that Make would take for finished.
-.DELETE_ON_ERROR:
+# A chapter executes into a temporary file that replaces its executed notebook only once it has run
+# to the end (scripts/run_notebook.py): a chapter that fails or is killed leaves the committed copy
+# as it was, older than its inputs, so the next `make figures` redoes it. Make must never delete an
+# executed notebook on an error or an interrupt: it is a committed file.
+.PRECIOUS: $(INPUTS)/%.inputs $(NB_OUT)/%.ipynb

@@ -8,8 +8,15 @@ fixed 'injected-parameters', and it is tagged 'remove-cell' (the book shows the 
 first, not a cell of parameters); and the timestamps and durations of the run are removed. The
 rest is papermill's output, unchanged: a rerun that computes the same outputs leaves the executed
 notebook byte for byte as it was.
+
+papermill saves the output notebook after every cell; here it saves into a temporary file beside
+the output, which replaces the output only once every cell has run. A chapter that fails or is
+killed leaves the executed notebook as it was (and older than what Make compares it with, so the
+next `make figures` reruns it); a failure removes the temporary file.
 """
+import os
 import sys
+from pathlib import Path
 
 import nbformat
 import papermill
@@ -37,15 +44,22 @@ def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: st
   kernel. Only parameters given are injected: a default run's executed notebook stays the same,
   and its timings are stripped (`strip_timings`), so a rerun that computes the same outputs
   leaves it byte for byte as it was."""
-  nb = papermill.execute_notebook(src, out, parameters={"profile": profile, **params}, kernel_name="python3",
-                                  progress_bar=progress_bar, cwd=cwd)
-  for c in nb.cells:
-    if "injected-parameters" in c.metadata.get("tags", []):
-      c.id = INJECTED_ID
-      if "remove-cell" not in c.metadata.tags:
-        c.metadata.tags.append("remove-cell")
-  strip_timings(nb)
-  nbformat.write(nb, out)
+  out = Path(out)
+  out.parent.mkdir(parents=True, exist_ok=True)
+  partial = out.with_name(f".{out.stem}.partial{out.suffix}")  # hidden: the book and git ignore it
+  try:
+    nb = papermill.execute_notebook(src, str(partial), parameters={"profile": profile, **params},
+                                    kernel_name="python3", progress_bar=progress_bar, cwd=cwd)
+    for c in nb.cells:
+      if "injected-parameters" in c.metadata.get("tags", []):
+        c.id = INJECTED_ID
+        if "remove-cell" not in c.metadata.tags:
+          c.metadata.tags.append("remove-cell")
+    strip_timings(nb)
+    nbformat.write(nb, str(partial))
+    os.replace(partial, out)
+  finally:
+    partial.unlink(missing_ok=True)
   return nb
 
 
