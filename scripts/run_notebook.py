@@ -56,6 +56,7 @@ def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: st
         if "remove-cell" not in c.metadata.tags:
           c.metadata.tags.append("remove-cell")
     strip_timings(nb)
+    nb.metadata.get("papermill", {})["output_path"] = str(out)  # where it is kept, not where it ran
     nbformat.write(nb, str(partial))
     os.replace(partial, out)
   finally:

@@ -474,3 +474,42 @@ def test_against_dense_pairs_each_point_with_its_own_seed_and_training_compute_i
   assert rows["MatViT"]["x_dense"] == pytest.approx(2.0) and rows["MatViT"]["train_tflops"] == pytest.approx(0.202)
   with pytest.raises(ValueError, match="dense model 'ViViT'"):
     comparisons.training_compute(runs, dense="ViViT")
+
+
+def _capacity_figure_bytes(root, dist, monkeypatch) -> list[bytes]:
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(root))
+  grid = np.round(np.arange(0.15, 1.0001, 0.05), 2)
+  fig = plots.capacity_distribution_figure(grid, dist, ["D/8", "D/4", "D/2", "D"])
+  paths = experiments.save_figure(fig, "02_table1_capacity", "distributions")
+  plt.close(fig)
+  return [p.read_bytes() for p in paths]
+
+
+def test_the_capacity_distribution_figure_is_byte_identical_when_the_solver_differs_in_its_last_bits(tmp_path, monkeypatch):
+  """Eq. 3's solver gives capacities that differ by up to 5e-9 between the BLAS kernels a machine
+  selects (OPENBLAS_CORETYPE): the written SVG and PNG must not differ."""
+  from mone import capacity
+  dist = np.array([capacity.capacity_distribution(e, 4) for e in np.round(np.arange(0.15, 1.0001, 0.05), 2)])
+  rng = np.random.default_rng(0)
+  first = _capacity_figure_bytes(tmp_path / "0", dist, monkeypatch)
+  for k in range(1, 4):
+    noisy = dist + rng.uniform(-5e-9, 5e-9, dist.shape)
+    assert _capacity_figure_bytes(tmp_path / str(k), noisy, monkeypatch) == first
+  # unrounded, a difference of that size moves the SVG's coordinates: the rounding is what holds it
+  monkeypatch.setattr(plots, "CAPACITY_DECIMALS", 15)
+  assert _capacity_figure_bytes(tmp_path / "raw", dist + 5e-9, monkeypatch)[1] != _capacity_figure_bytes(tmp_path / "raw0", dist, monkeypatch)[1]
+
+
+def test_the_capacity_distribution_figure_is_the_same_under_other_blas_kernels(tmp_path, monkeypatch):
+  """The capacities computed in subprocesses under two OPENBLAS_CORETYPE values draw the same files."""
+  import os
+  import subprocess
+  import sys
+  code = ("import sys, numpy as np; from mone import capacity; "
+          "np.save(sys.argv[1], [capacity.capacity_distribution(e, 4) for e in np.round(np.arange(0.15, 1.0001, 0.05), 2)])")
+  written = []
+  for coretype in ("Sandybridge", "Haswell"):
+    out = tmp_path / f"{coretype}.npy"
+    subprocess.run([sys.executable, "-c", code, str(out)], check=True, env={**os.environ, "OPENBLAS_CORETYPE": coretype})
+    written.append(_capacity_figure_bytes(tmp_path / coretype, np.load(out), monkeypatch))
+  assert written[0] == written[1]

@@ -301,6 +301,30 @@ def seeds_figure(study: dict, title: str):
   return fig
 
 
+# Eq. 3's SLSQP capacities differ by up to 5e-9 between OPENBLAS_CORETYPE values on one machine;
+# at 4 decimals (finer than the chapter's table, 3, and than a pixel) a difference that small
+# changes a rounded value only where it straddles a rounding boundary: about 1 value in 20,000.
+CAPACITY_DECIMALS = 4
+
+
+def capacity_distribution_figure(e_c, dist, widths: list[str]):
+  """Eq. 3's capacity distribution across e_c: each expert's fraction of tokens (`dist[k][i]`, at
+  `e_c[k]`, smallest expert first), stacked. Drawn from the fractions rounded to CAPACITY_DECIMALS,
+  because the solver's last bits depend on the BLAS kernels a machine selects: unrounded, they moved
+  the SVG's coordinates (and its path ids) from machine to machine."""
+  import matplotlib.pyplot as plt
+  import numpy as np
+  theme()
+  e_c, dist = np.round(np.asarray(e_c, float), CAPACITY_DECIMALS), np.round(np.asarray(dist, float), CAPACITY_DECIMALS)
+  fig, ax = plt.subplots(figsize=(6, 3.6))
+  ax.stackplot(e_c, dist.T, labels=[f"expert {i + 1} ({w})" for i, w in enumerate(widths)], alpha=0.85)
+  ax.set(xlabel="effective capacity $e_c$", ylabel="fraction of tokens $c_i$", xlim=(e_c[0], e_c[-1]), ylim=(0, 1),
+         title="Capacity distribution of Eq. 3 across $e_c$")
+  ax.legend(loc="upper left", fontsize=8)
+  fig.tight_layout()
+  return fig
+
+
 def table1_figure(rows: list[dict], order: list[str], title: str):
   """Table 1 as a figure: for each arm of `order` (an allocation at its e_c, the tick label), its
   seeds' accuracies (dots) and their mean (bar) in the allocation's colour. rows: one per seed
