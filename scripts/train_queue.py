@@ -34,7 +34,8 @@ cores it used (`device.cores_used`).
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores
 
 The seed plan's amendment (mone.chapters.plan.TWINS) retrains on the CPU every headline run of the
-first seeds that trained on a GPU; `--twins` trains those, into results/device_twins/cpu/:
+first seeds that trained on a GPU, and the single-seed studies that did (`plan.study_twin_runs`);
+`--twins` trains those, into results/device_twins/cpu/:
 
   .venv/bin/python scripts/train_queue.py --twins --workers 2 --pin-cores
 """
@@ -185,7 +186,7 @@ def main():
   ap.add_argument("--max-runs", type=int, default=0, help="stop after training this many runs (0: all)")
   ap.add_argument("--only", default="", metavar="TEXT", help="only the runs whose run file's name contains TEXT")
   ap.add_argument("--twins", action="store_true",
-                  help="train the CPU twins of the GPU-trained headline runs (plan.twin_runs) into results/device_twins/cpu "
+                  help="train the CPU twins of the GPU-trained runs (plan.twin_runs, plan.study_twin_runs) into results/device_twins/cpu "
                        "instead of the plan")
   ap.add_argument("--workers", type=int, default=None,
                   help="processes training at once, each taking the next free run as it finishes one (default: 8 on "
@@ -218,7 +219,7 @@ def main():
     ap.error(f"--pin-cores needs --workers in [1, {len(cores)}] (the cores this process may use), got {args.workers}")
   if args.twins:  # the committed runs name the twins; the twins' files go under results/device_twins/cpu
     os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS)
-    candidates = plan.twin_runs()
+    candidates = plan.twin_runs() + plan.study_twin_runs()
     os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / plan.TWINS)
   else:
     candidates = plan.runs()

@@ -52,7 +52,8 @@ def test_gpu_trained_runs_get_cpu_twins_and_the_chapters_read_them_only_with_the
   vit, mone = experiments.run_path(by_label["ViT, seed 0"]), experiments.run_path(by_label["MoNE e_c=0.4, seed 1"])
   study = experiments.run_path(by_label["MoNE e_c=0.3, 2 routers, seed 0"])
   vit.write_text(json.dumps(cpu)), mone.write_text(json.dumps(gpu)), study.write_text(json.dumps(gpu))
-  assert [label for label, _ in plan.twin_runs()] == ["MoNE e_c=0.4, seed 1"]  # single-seed studies keep theirs
+  assert [label for label, _ in plan.twin_runs()] == ["MoNE e_c=0.4, seed 1"]  # the headline runs'
+  assert [label for label, _ in plan.study_twin_runs()] == ["MoNE e_c=0.3, 2 routers, seed 0"]  # and a study's, apart
   resumed = {"device": {"kind": "NVIDIA H200", "platform": "gpu"},
              "trained_on": [{"device": "unrecorded", "from_step": 0, "to_step": 7750}, {"device": gpu["device"], "from_step": 7750, "to_step": 8000}]}
   assert plan.gpu_trained(gpu) and not plan.gpu_trained(cpu) and plan.gpu_trained(resumed)

@@ -118,7 +118,8 @@ def test_twins_lists_the_cpu_twins_of_the_gpu_trained_runs_from_the_committed_fi
   out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--twins", "--list"],
                        capture_output=True, text=True, timeout=300)
   assert out.returncode == 0, out.stderr
-  names = [experiments.run_path(cfg).name for _, cfg in plan.twin_runs()]
+  names = [experiments.run_path(cfg).name for _, cfg in plan.twin_runs() + plan.study_twin_runs()]
+  assert len(plan.study_twin_runs()) == 4  # Figure 6's router placement and count arms, trained on an H100
   assert names and all(n in out.stdout for n in names)
   assert f"of {len(names)} done" in out.stdout
 

@@ -84,6 +84,17 @@ def twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
   return out
 
 
+def study_twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
+  """(label, config) of the single-seed studies (seed 0, not headline runs) whose committed run
+  trained on a GPU: Figure 6's router placement and count arms, compared with MoNE at e_c = 0.3,
+  whose run the chapters read as its CPU twin. Each is retrained on the CPU into `twin_path` too
+  (`scripts/train_queue.py --twins`), so that no comparison crosses devices; the chapters read them
+  as they land (`reading`), and `single_device` does not wait for them (they decide no planned claim)."""
+  headline = _headline_labels()
+  return [(label, cfg) for label, cfg in runs() if label.rpartition(", seed ")[0] not in headline
+          and (path := experiments.run_path(cfg)).exists() and gpu_trained(results.read_json(path))]
+
+
 def twin_path(path) -> Path:
   """Where the CPU twin of a committed results file (a run file or router weights) lives."""
   path = Path(path)
