@@ -377,6 +377,21 @@ VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reprod
                  "inconclusive": "inconclusive", "not testable": "not testable"}
 
 
+def counted_verdict(c: dict) -> str:
+  """The verdict a tally counts: the pre-registered one where the claim's definition changed after
+  its plan (`plan_deviation`, `mone.chapters.preregistration`), else the claim's own."""
+  return c["plan_deviation"]["preregistered"]["verdict"] if "plan_deviation" in c else c["verdict"]
+
+
+def _deviation_cell(c: dict) -> str:
+  """What a changed claim's table row adds: the pre-registered result beside the published one."""
+  pre = c["plan_deviation"]["preregistered"]
+  p = f", p = {pre['p_value']:.2g}" if pre.get("p_value") is not None else ""
+  return (f"Pre-registered ({c['plan_deviation']['plan']}): {VERDICT_LABEL[pre['verdict']]}, {_fmt(pre['measured'], pre.get('unit', ''))}"
+          f", 95% CI {_ci(pre)}, {pre['n_seeds']} seeds{p}. As changed after the plan "
+          f"({c['plan_deviation']['what']}): ")
+
+
 def would_decide(c) -> str:
   """Which way more seeds would decide an inconclusive claim if its mean held: the verdict of the
   interval shrunk to its mean ("reproduced", or "not reproduced": the mean lies where the claim is
@@ -413,7 +428,12 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
   for c in claims:
     ident = f"{{doc}}`{c['id']} <{link}>`" if link else f"`{c['id']}`"
     familywise = VERDICT_LABEL[c["verdict_familywise"]] if "verdict_familywise" in c else "-"
-    cells = [VERDICT_LABEL[c["verdict"]], familywise, f"{c['claim']} ({ident})", str(c["paper"]), _ours(c)]
+    verdict = VERDICT_LABEL[counted_verdict(c)]
+    ours = _ours(c)
+    if "plan_deviation" in c:
+      verdict += f" (pre-registered; as changed: {c['verdict']})"
+      ours = _deviation_cell(c) + ours
+    cells = [verdict, familywise, f"{c['claim']} ({ident})", str(c["paper"]), ours]
     rows.append("| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |")
   return head + "\n".join(rows) + "\n"
 
@@ -453,7 +473,7 @@ def chapter_counts(claims: list[dict]) -> str:
 
 def counts(claims: list[dict]) -> str:
   """'3 reproduced, 1 not reproduced, ...' over claims, in VERDICTS order."""
-  n = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+  n = {v: sum(counted_verdict(c) == v for c in claims) for v in VERDICTS}
   return ", ".join(f"{k} {v}" for v, k in n.items() if k)
 
 
@@ -477,7 +497,7 @@ def answer(claims: list[dict]) -> str:
   the claims (with their family-wise verdicts, `significance.annotate`): how many trained
   comparisons are reproduced, ruled out and open, and what the headline comparison shows."""
   trained = [c for c in claims if c["kind"] == "trained"]
-  n = {v: sum(c["verdict"] == v for c in trained) for v in VERDICTS}
+  n = {v: sum(counted_verdict(c) == v for c in trained) for v in VERDICTS}
   fw = sum(c.get("verdict_familywise") == "reproduced" for c in trained)
   untestable = f", {n['not testable']} of them not testable yet" if n["not testable"] else ""
   out = (f"Of the paper's {len(trained)} claims that need trained models, this profile reproduces {n['reproduced']}, "
@@ -594,6 +614,9 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
     out.append(f"![Every trained claim: mean difference and 95% CI, by verdict]({figure})\n")
   out.append(answer(everything) + "\n")
   out.append(f"{counts_by_kind(everything)}\n")
+  if table := deviations_table(everything):
+    out.append("**Deviations from the plan.** A planned claim whose definition changed after its plan was fixed is "
+               "counted with the plan's definition; its result as changed stands beside it.\n\n" + table)
   if figure:  # beside it, what more seeds would do (`significance.power_figure`)
     power = figure.replace(LANDING_FIGURE, significance.POWER_FIGURE)
     out.append(f"How many seeds each claim needs at its spread today (`seeds_to_decide` in the tables): the CI's "
@@ -609,6 +632,22 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
       out.append(_caveat_lines(caveats[chapter]).rstrip("\n") + "\n")
     out.append(markdown_table(cs, link=f"{doc_prefix}{chapter}"))
   return "\n".join(out)
+
+
+def deviations_table(claims: list[dict]) -> str:
+  """A Markdown table of every claim whose definition changed after its plan (`plan_deviation`):
+  what changed, why, when relative to the data, and its result with the plan's definition beside
+  its result as changed. Empty where none did."""
+  rows = [c for c in claims if "plan_deviation" in c]
+  if not rows:
+    return ""
+  out = ["| Claim | What changed, why, when | Pre-registered | As changed |", "| --- | --- | --- | --- |"]
+  for c in rows:
+    d, pre = c["plan_deviation"], c["plan_deviation"]["preregistered"]
+    cell = lambda x: f"{VERDICT_LABEL[x['verdict']]}: {_fmt(x['measured'], x.get('unit', ''))}, 95% CI {_ci(x)}, {x['n_seeds']} seeds"
+    out.append("| " + " | ".join(s.replace("|", "\\|") for s in (
+        f"`{c['id']}`", f"{d['what']} ({d['plan']}). Why: {d['why']}. When: {d['when']}.", cell(pre), cell(c))) + " |")
+  return "\n".join(out) + "\n"
 
 
 def pairing_sentence(claims: list[dict]) -> str:

@@ -164,3 +164,39 @@ def check(plan: dict, plan_name: str, chapters: dict[str, list[dict]]) -> list[s
       problems.append(f"{cid}: its definition changed since {plan_name} ({', '.join(changed)}); restore it, or record "
                       "the change in mone.chapters.preregistration.DEVIATIONS with what changed and why")
   return problems
+
+
+# Claims whose definition changed after the five-seed plan (results/seed_plan.json, committed
+# 2026-11-28 06:42 UTC) fixed them. Their chapters compute the plan's definition beside the changed
+# one (`deviation`); the tallies count the plan's verdict (`claims.counted_verdict`).
+FIVE_SEED_PLAN = "seed_plan.json"
+FIVE_SEED_DEVIATIONS = {
+    "fig1.top_tokens_on_object": {
+        "what": "tokens ranked by the full expert's router logit instead of its router probability",
+        "why": "the paper's Figure 1 thresholds 'MoNE's router logits'; the probability after the softmax also depends "
+               "on the other experts' logits",
+        "when": "2026-11-28, after the five-seed plan was committed and before any run of seeds 3-4 landed; the "
+                "results of seeds 0-2 had been seen"},
+    "fig5.video_gentler_than_images": {
+        "what": "Welch's unpaired interval of images minus video instead of the paired interval over seeds",
+        "why": "image and video models share nothing through a seed number, so the arms are independent samples "
+               "(claims.PAIRING)",
+        "when": "2026-11-28, after the five-seed plan was committed and before any run of seeds 3-4 landed; the "
+                "results of seeds 0-2 had been seen"},
+}
+# What a pre-registered result keeps of the claim the plan's definition gives.
+_KEPT = ("measured", "ci95", "n_seeds", "seeds", "per_seed", "per_seed_mone", "per_seed_baseline", "verdict",
+         "relation", "tolerance", "test", "unit", "why")
+
+
+def deviation(published: dict, preregistered: dict) -> dict:
+  """`published` (a trained claim decided with a definition changed after its plan, one of
+  `FIVE_SEED_DEVIATIONS`) with `plan_deviation`: the plan, what changed, why and when, and the
+  `preregistered` result: the same claim decided with the plan's definition on the same seeds."""
+  cid = published["id"]
+  if cid not in FIVE_SEED_DEVIATIONS:
+    raise KeyError(f"claim {cid!r} has no recorded deviation in preregistration.FIVE_SEED_DEVIATIONS")
+  if preregistered["id"] != cid:
+    raise ValueError(f"the pre-registered claim is {preregistered['id']!r}, the published one {cid!r}")
+  kept = {k: preregistered[k] for k in _KEPT if k in preregistered}
+  return {**published, "plan_deviation": {"plan": FIVE_SEED_PLAN, **FIVE_SEED_DEVIATIONS[cid], "preregistered": kept}}

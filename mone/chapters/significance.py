@@ -139,15 +139,19 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
           c["test"], c["test_why"] = claims_lib.interval_test(c["id"], both_arms="per_seed_baseline" in c)
         c["p_value"] = claims_lib._round(interval_p_value(*interval(c), c["relation"], c["tolerance"], c["verdict"]))
         c["seeds_to_decide"] = claim_seeds_to_decide(c) if len(d) >= claims_lib.MIN_SEEDS else None
+        if (dev := c.get("plan_deviation")) is not None:  # the family holds the plan's test, not the changed one
+          pre = dev["preregistered"] = dict(dev["preregistered"])
+          pre["p_value"] = claims_lib._round(interval_p_value(*interval(pre), pre["relation"], pre["tolerance"], pre["verdict"]))
         if len(d) >= claims_lib.MIN_SEEDS:  # fewer seeds decide nothing: not part of the family
-          ps[c["id"]] = c["p_value"]
+          ps[c["id"]] = c["plan_deviation"]["preregistered"]["p_value"] if "plan_deviation" in c else c["p_value"]
       out[chapter].append(c)
   kept = holm(ps) if ps else {}
   for rows in out.values():
     for c in rows:
       if c["id"] in kept:
-        undecided = c["verdict"] == "inconclusive" or not kept[c["id"]]
-        c["verdict_familywise"] = "inconclusive" if undecided else c["verdict"]
+        verdict = claims_lib.counted_verdict(c)
+        undecided = verdict == "inconclusive" or not kept[c["id"]]
+        c["verdict_familywise"] = "inconclusive" if undecided else verdict
   return out
 
 
