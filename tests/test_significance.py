@@ -38,11 +38,14 @@ def test_beats_p_is_the_doubled_one_sided_t_test():
   assert significance.p_value([1.0], "beats", 0.0, "inconclusive") is None
 
 
-def test_seeds_to_decide_matches_the_t_interval_at_the_observed_spread():
-  assert significance.seeds_to_decide(2.12, 1.14, "beats", 0.0) == 4
-  assert significance.seeds_to_decide(-0.38, 0.71, "no_worse", 1.0) == 8
-  assert significance.seeds_to_decide(-0.75, 2.80, "matches", 1.0) is None  # never within ±1 at this spread
+def test_seeds_to_decide_is_the_fewest_seeds_with_80_percent_power_by_the_noncentral_t():
+  def nct_seeds(mean, sd, threshold):  # one-sided: decided when (mean - threshold) / se clears t(0.975, n-1)
+    return next(n for n in range(3, 101) if 1 - scipy.stats.nct.cdf(scipy.stats.t.ppf(0.975, n - 1), n - 1,
+                                                                     abs(mean - threshold) * np.sqrt(n) / sd) >= 0.8)
+  assert abs(significance.seeds_to_decide(2.12, 1.14, "beats", 0.0) - nct_seeds(2.12, 1.14, 0.0)) <= 1
+  assert abs(significance.seeds_to_decide(-0.38, 0.71, "no_worse", 1.0) - nct_seeds(-0.38, 0.71, -1.0)) <= 1
   assert significance.seeds_to_decide(30.0, 1.0, "beats", 0.0) == 3
+  assert significance.seeds_to_decide(-0.75, 2.80, "matches", 1.0) is None  # within ±1 at this spread: past 100 seeds
 
 
 @pytest.mark.parametrize("relation,tolerance", [("beats", 0.0), ("matches", 1.0)])
@@ -67,8 +70,8 @@ def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tole
     assert (got["p_value"] < 0.05) == (c["verdict"] != "inconclusive"), (c["verdict"], got["p_value"], c["ci95"])
     if relation == "beats" and c["verdict"] == "reproduced":
       assert got["p_value"] == pytest.approx(2 * scipy.stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue, rel=1e-3)
-    if got["seeds_to_decide"] is not None:  # today's seeds decide it exactly when the estimate says so
-      assert (got["seeds_to_decide"] <= n) == (c["verdict"] != "inconclusive")
+    if got["seeds_to_decide"] is not None:  # Welch's interval, simulated with n seeds per arm
+      assert significance.power(got, got["seeds_to_decide"]) >= significance.POWER
     checked[c["verdict"]] += 1
   assert checked["reproduced"] and checked["inconclusive"], checked
 
@@ -111,22 +114,30 @@ def test_a_seed_pairs_every_arm_by_design_same_initial_shared_weights_and_data_o
   assert not np.array_equal(first(0), first(1))
 
 
-def test_the_half_width_that_decides_a_claim_is_the_distance_to_its_nearest_deciding_edge(tmp_path):
-  assert significance._room(2.12, "beats", 0.0) == pytest.approx(2.12)
-  assert significance._room(-2.12, "beats", 0.0) == pytest.approx(2.12)  # ruled out below 0
-  assert significance._room(-0.38, "no_worse", 1.0) == pytest.approx(0.62)
-  assert significance._room(-0.75, "matches", 1.0) == pytest.approx(0.25)
-  assert significance._room(3.0, "matches", 1.0) == pytest.approx(2.0)  # ruled out: the CI wholly above +1
-  # The same edges as the verdicts' (`claims.decide`): just inside the room a CI decides, just outside it does not.
-  for mean in np.linspace(-4, 4, 33):
-    for relation, tol in (("beats", 0.0), ("no_worse", 1.0), ("matches", 1.0)):
-      room = significance._room(float(mean), relation, tol)
-      if room > 1e-6:
-        assert claims.decide(relation, mean - 0.999 * room, mean + 0.999 * room, tol) != "inconclusive", (mean, relation)
-      assert claims.decide(relation, mean - 1.001 * room - 1e-9, mean + 1.001 * room + 1e-9, tol) == "inconclusive", (mean, relation)
-  c = claims.trained("a", "beats", "p", {0: 2.0, 1: 3.0, 2: 1.5}, relation="beats", tolerance=0.0)
-  significance.power_figure([c], tmp_path / "power.png")
-  assert (tmp_path / "power.png").stat().st_size > 1000
+def test_the_vectorised_decision_is_claims_decide():
+  rng = np.random.default_rng(0)
+  low = rng.normal(0, 2, 2000)
+  high = low + rng.exponential(2, 2000)
+  for relation, tol in (("beats", 0.0), ("beats", 0.5), ("no_worse", 1.0), ("matches", 1.0)):
+    reproduced, ruled_out = significance.decided(relation, low, high, tol)
+    want = [claims.decide(relation, lo, hi, tol) for lo, hi in zip(low, high)]
+    assert list(reproduced) == [w == "reproduced" for w in want] and list(ruled_out) == [w == "not reproduced" for w in want]
+
+
+def test_power_agrees_with_the_noncentral_t_and_seeds_to_decide_is_where_it_reaches_80_percent():
+  # paired "beats": reproduced when T = mean / se > t(0.975, n-1), T noncentral t with nc = mu sqrt(n) / sigma
+  c = claims.trained("fig3.x", "beats", "p", {0: 1.0, 1: 2.5, 2: -0.4, 3: 1.5, 4: 0.2}, relation="beats", tolerance=0.0)
+  d = np.asarray(c["per_seed"])
+  for n in (5, 10, 20):
+    exact = 1 - scipy.stats.nct.cdf(scipy.stats.t.ppf(0.975, n - 1), n - 1, d.mean() * np.sqrt(n) / d.std(ddof=1))
+    assert significance.power(c, n) == pytest.approx(exact, abs=0.015)
+  n = significance.claim_seeds_to_decide(c)
+  assert significance.power(c, n) >= 0.8 > significance.power(c, n - 1)
+  # a "matches" claim whose mean lies outside its band points to ruled out
+  far = claims.trained("fig3.y", "matches", "p", {0: 3.0, 1: 2.5, 2: 4.0}, relation="matches", tolerance=1.0)
+  assert claims.would_decide(far) == "not reproduced" and significance.power(far, significance.claim_seeds_to_decide(far)) >= 0.8
+  assert significance.claim_seeds_to_decide(claims.trained("fig3.z", "beats", "p", {0: 1.0, 1: -1.0, 2: 0.01}, relation="beats",
+                                                           tolerance=0.0)) is None  # no power within 100 seeds
 
 
 def test_the_cross_domain_claim_says_its_design_calls_for_an_unpaired_interval():
@@ -144,12 +155,9 @@ def test_the_table_says_which_way_more_seeds_would_decide_an_open_claim():
   assert all(c["verdict"] == "inconclusive" and c["seeds_to_decide"] for c in got.values())
   assert [claims.would_decide(got[k]) for k in "bam"] == ["not reproduced", "reproduced", "not reproduced"]
   table = claims.markdown_table(list(got.values()))
-  for k, way in zip("bam", ("ruled out", "reproduced", "ruled out")):
-    assert f"would be {way} at {got[k]['seeds_to_decide']} seeds if the mean held" in table
-  # At seeds_to_decide the shrunk interval gives that verdict; one seed fewer it does not.
+  for k, way in zip("bam", ("rule it out", "reproduce it", "rule it out")):
+    assert f"about {got[k]['seeds_to_decide']} seeds for 80% power to {way}" in table
+  assert "if the mean held" not in table
+  # At seeds_to_decide the claim is decided its mean's way in at least 80% of simulated repetitions.
   for c in got.values():
-    n = c["seeds_to_decide"]
-    at = [claims.decide(c["relation"], m - t * se, m + t * se, c["tolerance"])
-          for m, se, df in (significance.interval(c, k) for k in (n - 1, n))
-          for t in [scipy.stats.t.ppf(0.975, df)]]
-    assert at[1] == claims.would_decide(c) and (n - 1 < claims.MIN_SEEDS or at[0] == "inconclusive")
+    assert significance.power(c, c["seeds_to_decide"]) >= significance.POWER

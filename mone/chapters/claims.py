@@ -392,6 +392,15 @@ def _deviation_cell(c: dict) -> str:
           f"({c['plan_deviation']['what']}): ")
 
 
+# Where p-values appear: which test each relation's p-value is, and what `seeds_to_decide` estimates.
+P_VALUE_SENTENCE = (
+    "Each p-value is that of the test the interval performs: for \"beats\" a t-test against 0 (against the tolerance "
+    "where the claim is ruled out), for \"no worse\" a t-test against minus the tolerance, for \"matches\" the larger of "
+    "two one-sided tests against ±tolerance (TOST); so a \"matches\" or \"no worse\" claim far from its band can show "
+    "p = 1. \"About N seeds for 80% power\" is the number of paired seeds at which the interval would decide the claim "
+    "the way its mean points in 80% of simulated repetitions, if its mean and spread were the truth.")
+
+
 def would_decide(c) -> str:
   """Which way more seeds would decide an inconclusive claim if its mean held: the verdict of the
   interval shrunk to its mean ("reproduced", or "not reproduced": the mean lies where the claim is
@@ -411,8 +420,9 @@ def _ours(c) -> str:
     out += f", p = {c['p_value']:.2g}"
   if "seeds_to_decide" in c and c["verdict"] == "inconclusive" and c["n_seeds"] >= MIN_SEEDS:
     n = c["seeds_to_decide"]
-    way = {"reproduced": "reproduced", "not reproduced": "ruled out"}[would_decide(c)]
-    out += f"; would be {way} at {n} seeds if the mean held" if n else f"; not decided by {20} seeds at this spread"
+    way = {"reproduced": "reproduce it", "not reproduced": "rule it out"}[would_decide(c)]
+    out += (f"; about {n} seeds for 80% power to {way}" if n
+            else f"; more than 100 seeds for 80% power at this mean and spread")
   if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
     out += f" ({c['why']})"
   return out
@@ -617,15 +627,11 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
   if table := deviations_table(everything):
     out.append("**Deviations from the plan.** A planned claim whose definition changed after its plan was fixed is "
                "counted with the plan's definition; its result as changed stands beside it.\n\n" + table)
-  if figure:  # beside it, what more seeds would do (`significance.power_figure`)
-    power = figure.replace(LANDING_FIGURE, significance.POWER_FIGURE)
-    out.append(f"How many seeds each claim needs at its spread today (`seeds_to_decide` in the tables): the CI's "
-               f"half-width against the number of seeds, and the half-width that would decide it if its mean held.\n\n"
-               f"![The 95% CI's half-width against the number of seeds, per trained claim]({power})\n")
   out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
              f"A trained comparison is decided from its seeds (the 95% CI of MoNE minus the baseline); with fewer than "
              f"{MIN_SEEDS} seeds it is inconclusive. {pairing_sentence(everything)} The family-wise verdict keeps a "
-             "verdict only where Holm's procedure over every trained claim keeps its test (`mone.chapters.significance`).\n")
+             "verdict only where Holm's procedure over every trained claim keeps its test (`mone.chapters.significance`). "
+             f"{P_VALUE_SENTENCE}\n")
   for chapter, cs in chapters.items():
     out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {chapter_counts(cs)}\n")
     if caveats.get(chapter):
@@ -814,7 +820,8 @@ def main(argv=None):
   if args.compare:
     if not any(Path(args.compare).glob("*/claims.json")):
       raise SystemExit(f"--compare: no */claims.json under {args.compare}")
-    old, new = load(args.compare), load(args.results)
+    # Annotated anew, so that both columns' p-values and seeds for 80% power come from today's code.
+    old, new = significance.annotate(load(args.compare)), significance.annotate(load(args.results))
     if args.kind:
       old, new = of_kind(old, args.kind), of_kind(new, args.kind)
     _write_if_changed(Path(args.out), changes(old, new), results)
@@ -829,7 +836,6 @@ def main(argv=None):
                       json.dumps(results.rounded(results.jsonable(_round(cs))), indent=1, sort_keys=True) + "\n", results)
   if args.figures:
     landing_figure([c for cs in load(root).values() for c in cs], root / LANDING_FIGURE)
-    significance.power_figure([c for cs in load(root).values() for c in cs], root / significance.POWER_FIGURE)
   import os
   figure = os.path.relpath(root / LANDING_FIGURE, Path(args.out).resolve().parent)
   _write_if_changed(Path(args.out), landing_page(root, figure=figure if (root / LANDING_FIGURE).exists() else None), results)

@@ -10,7 +10,7 @@ inconclusive.
 """
 import numpy as np
 
-from mone.chapters import claims
+from mone.chapters import claims, significance
 
 # Figure 4's "2x fewer FLOPs" per clip, up to the spatial CLS token, which always runs at full
 # width (MoNE at e_c = 0.4 computes 1.999x fewer FLOPs than the dense ViViT)
@@ -53,8 +53,9 @@ def equivalence_note(c: dict, seeds: int = 5) -> str:
   """What the seeds of a 'matches' claim rule out (the CI's ends: MoNE more than -low below the
   baseline, or more than high above it) and what deciding it would take: a CI inside
   [-tolerance, +tolerance] needs t(0.975, n-1) s / sqrt(n) < tolerance - abs(mean), so at `seeds`
-  paired seeds (if the mean held) a paired standard deviation below the one returned. Empty for
-  other claims or without a CI."""
+  paired seeds and this mean a paired standard deviation below the one returned; and the seeds that
+  would show the match with 80% power (`significance.claim_seeds_to_decide`). Empty for other
+  claims or without a CI."""
   import scipy.stats
   if c.get("relation") != "matches" or not c.get("ci95") or c["n_seeds"] < 2:
     return ""
@@ -67,9 +68,11 @@ def equivalence_note(c: dict, seeds: int = 5) -> str:
     return out + (f"Its mean difference ({mean:+.2f}) lies outside ±{tol:g}: if it held, no number of seeds would "
                   "show a match.")
   need = room * np.sqrt(seeds) / scipy.stats.t.ppf(0.975, seeds - 1)
+  n = significance.claim_seeds_to_decide(c)
   return out + (f"A match within ±{tol:g} at this mean ({mean:+.2f}) needs the CI's half-width under {room:.2f}: at {seeds} "
-                f"seeds a paired standard deviation under {need:.2f} points, against {s:.2f} measured; at this spread it "
-                f"would take about {int(np.ceil((scipy.stats.norm.ppf(0.975) * s / room) ** 2))} seeds.")
+                f"seeds a paired standard deviation under {need:.2f} points, against {s:.2f} measured; at this mean and "
+                "spread, " + (f"about {n} seeds would show the match with 80% power." if n else
+                              f"even {significance.MAX_SEEDS} seeds would show it with less than 80% power."))
 
 
 def figure3(by_seed: dict, variant: str, tolerance: float, iso_planned: bool = False) -> list[dict]:

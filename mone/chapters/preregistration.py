@@ -14,12 +14,11 @@ chapter's code and this table change together, which review can check in one pla
 """
 import hashlib
 import json
-import math
 
 import numpy as np
-import scipy.stats
 
 from mone.chapters import claims as claims_lib
+from mone.chapters import significance
 from mone.chapters.routers import OBJECT_FRACTION
 
 # What a seed contributes to each trained claim (metric) and what it compares (arms: the plan's
@@ -111,26 +110,15 @@ def planned(chapters: dict[str, list[dict]]) -> dict[str, tuple[str, dict]]:
           if c["kind"] == "trained" and c.get("ci95") is not None}
 
 
-def expected_power(c: dict, n: int, sims: int = 20_000, seed: int = 0) -> dict:
-  """An estimate of how a claim's interval decides at n paired seeds, if the spread and mean it
-  shows now were the truth: the share of `sims` simulated sets of n seeds (normal differences with
-  the claim's mean and sample SD; Welch's: each arm normal with its own) whose 95% t-interval is
-  reproduced or not reproduced (`claims.decide`). Fixed-seed, so the same on every machine."""
-  rng = np.random.default_rng(seed)
-  if c.get("test") == "welch":
-    a, b = np.asarray(c["per_seed_mone"], float), np.asarray(c["per_seed_baseline"], float)
-    xa = rng.normal(a.mean(), a.std(ddof=1), (sims, n))
-    xb = rng.normal(b.mean(), b.std(ddof=1), (sims, n))
-    va, vb = xa.var(axis=1, ddof=1) / n, xb.var(axis=1, ddof=1) / n
-    mean, se = xa.mean(1) - xb.mean(1), np.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (n - 1))
-  else:
-    d = np.asarray(c["per_seed"], float)
-    x = rng.normal(d.mean(), d.std(ddof=1), (sims, n))
-    mean, se, df = x.mean(1), x.std(axis=1, ddof=1) / math.sqrt(n), np.full(sims, n - 1.0)
-  half = scipy.stats.t.ppf(0.975, df) * se
-  verdicts = [claims_lib.decide(c["relation"], lo, hi, c["tolerance"]) for lo, hi in zip(mean - half, mean + half)]
-  share = {v: round(verdicts.count(v) / sims, 3) for v in ("reproduced", "not reproduced")}
+PLAN_SIMS = 20_000  # simulated sets of seeds behind a plan's expected power (standard error under 0.004)
+
+
+def expected_power(c: dict, n: int) -> dict:
+  """An estimate of how a claim's interval decides at n seeds, if the mean and spread it shows now
+  were the truth: the shares of simulated sets of n seeds that reproduce it and rule it out
+  (`significance.simulated_verdicts`, PLAN_SIMS of them), and their sum."""
+  reproduced, ruled_out = significance.simulated_verdicts(c, n, sims=PLAN_SIMS)
+  share = {"reproduced": round(reproduced, 3), "not reproduced": round(ruled_out, 3)}
   return {**share, "decided": round(share["reproduced"] + share["not reproduced"], 3)}
 
 

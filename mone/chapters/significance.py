@@ -26,9 +26,13 @@ p-value (Holm's step-down: the k-th smallest p is compared with 0.05 / (m - k + 
 fails); `verdict_familywise` keeps a claim's verdict where Holm keeps its test, else it is
 inconclusive. The per-claim verdicts are unchanged: the book shows both.
 
-`seeds_to_decide` is a power estimate: the fewest seeds (from 3 to 20) at which the same
-t-interval would decide the claim if its mean and spread held; None past 20.
+`seeds_to_decide` is a power estimate: the fewest paired seeds (per arm for Welch's; from 3 to
+MAX_SEEDS) at which the same 95% t-interval decides the claim the way its mean points
+(`claims.would_decide`) with probability POWER (80%), if the mean and spread it shows were the
+truth: estimated by simulating sets of seeds (`power`); None past MAX_SEEDS.
 """
+import functools
+import json
 import math
 
 import numpy as np
@@ -37,14 +41,16 @@ import scipy.stats
 from mone.chapters import claims as claims_lib
 
 FAMILY_ALPHA = 0.05
-MAX_SEEDS = 20
+POWER = 0.8        # the power `seeds_to_decide` asks for
+MAX_SEEDS = 100    # past this many seeds, `seeds_to_decide` is None
+POWER_SIMS = 10_000  # simulated sets of seeds per estimate: its standard error is under 0.005
 
 
 def interval(c: dict, n: int | None = None) -> tuple[float, float, float]:
   """(mean, standard error, degrees of freedom) of the t-interval behind a trained claim's verdict:
   Welch's where the claim records it (`test` "welch", from its arms `per_seed_mone` and
   `per_seed_baseline`), else the paired one (its `per_seed` differences). n: the same at n seeds
-  (per arm) if today's spread held (`seeds_to_decide`, `power_figure`)."""
+  (per arm) if today's spread held."""
   if c.get("test") == "welch":
     a, b = np.asarray(c["per_seed_mone"], float), np.asarray(c["per_seed_baseline"], float)
     if n is None:
@@ -101,25 +107,73 @@ def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> dict:
   return kept
 
 
-def seeds_to_decide(mean: float, sd: float, relation: str, tolerance: float) -> int | None:
-  """The fewest paired seeds n in [MIN_SEEDS, MAX_SEEDS] at which mean ± t(0.975, n-1) sd / sqrt(n)
-  decides the claim (`claims.decide`), if the mean and sd held; None if none does."""
-  return _first_deciding(relation, tolerance, lambda n: (mean, sd / math.sqrt(n), n - 1.0))
+def decided(relation: str, low, high, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+  """(reproduced, ruled out): `claims.decide` over arrays of CIs [low, high] at once (tested against it)."""
+  if relation == "matches":
+    return (-tolerance <= low) & (high <= tolerance), (high < -tolerance) | (low > tolerance)
+  if relation == "no_worse":
+    return low >= -tolerance, high < -tolerance
+  if relation == "beats":  # a CI above 0 and below the tolerance is reproduced, as in `claims.decide`
+    return low > 0, (high <= tolerance) & ~(low > 0)
+  raise ValueError(f"relation must be one of {claims_lib.RELATIONS}, got {relation!r}")
+
+
+def simulated_verdicts(c: dict, n: int, sims: int = POWER_SIMS, seed: int = 0) -> tuple[float, float]:
+  """(share reproduced, share ruled out) of `sims` simulated sets of n seeds of a trained claim,
+  each decided by its 95% t-interval: normal per-seed differences with the claim's mean and sample
+  SD (Welch's: each arm normal with its own, n per arm), as if those were the truth. Fixed-seed, so
+  the same on every machine."""
+  rng = np.random.default_rng(seed)
+  if c.get("test") == "welch":
+    a, b = np.asarray(c["per_seed_mone"], float), np.asarray(c["per_seed_baseline"], float)
+    xa = rng.normal(a.mean(), a.std(ddof=1), (sims, n))
+    xb = rng.normal(b.mean(), b.std(ddof=1), (sims, n))
+    va, vb = xa.var(axis=1, ddof=1) / n, xb.var(axis=1, ddof=1) / n
+    mean, se = xa.mean(1) - xb.mean(1), np.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (n - 1))
+  else:
+    d = np.asarray(c["per_seed"], float)
+    x = rng.normal(d.mean(), d.std(ddof=1), (sims, n))
+    mean, se, df = x.mean(1), x.std(axis=1, ddof=1) / math.sqrt(n), np.full(sims, n - 1.0)
+  half = scipy.stats.t.ppf(0.975, df) * se
+  with np.errstate(invalid="ignore"):  # no spread at all: a zero-width interval
+    reproduced, ruled_out = decided(c["relation"], mean - half, mean + half, c["tolerance"])
+  return float(reproduced.mean()), float(ruled_out.mean())
+
+
+def power(c: dict, n: int) -> float:
+  """The estimated probability that n seeds decide the claim the way its mean points
+  (`claims.would_decide`), if its mean and spread were the truth (`simulated_verdicts`)."""
+  reproduced, ruled_out = simulated_verdicts(c, n)
+  return reproduced if claims_lib.would_decide(c) == "reproduced" else ruled_out
 
 
 def claim_seeds_to_decide(c: dict) -> int | None:
-  """`seeds_to_decide` for a claim from its own interval at n seeds, paired or Welch's (`interval`)."""
-  return _first_deciding(c["relation"], c["tolerance"], lambda n: interval(c, n))
+  """The fewest seeds in [MIN_SEEDS, MAX_SEEDS] with `power` of at least POWER, or None. Found by
+  bisection: power grows with n (up to the simulation's noise, under 0.005). Remembered per claim
+  and process: every chapter's page annotates every claim again."""
+  keys = ("per_seed", "per_seed_mone", "per_seed_baseline", "relation", "tolerance", "test", "measured")
+  return _seeds_to_decide(json.dumps({k: c.get(k) for k in keys}, sort_keys=True))
 
 
-def _first_deciding(relation: str, tolerance: float, at) -> int | None:
-  """The fewest n in [MIN_SEEDS, MAX_SEEDS] whose t-interval, at(n) -> (mean, se, df), decides."""
-  for n in range(claims_lib.MIN_SEEDS, MAX_SEEDS + 1):
-    mean, se, df = at(n)
-    half = float(scipy.stats.t.ppf(0.975, df)) * se
-    if claims_lib.decide(relation, mean - half, mean + half, tolerance) != "inconclusive":
-      return n
-  return None
+@functools.lru_cache(maxsize=None)
+def _seeds_to_decide(key: str) -> int | None:
+  c = json.loads(key)
+  if len(c.get("per_seed") or []) < 2 or power(c, MAX_SEEDS) < POWER:
+    return None
+  lo, hi = claims_lib.MIN_SEEDS, MAX_SEEDS  # power(hi) >= POWER throughout
+  if power(c, lo) >= POWER:
+    return lo
+  while hi - lo > 1:
+    mid = (lo + hi) // 2
+    lo, hi = (lo, mid) if power(c, mid) >= POWER else (mid, hi)
+  return hi
+
+
+def seeds_to_decide(mean: float, sd: float, relation: str, tolerance: float) -> int | None:
+  """`claim_seeds_to_decide` of a paired claim with this mean and per-seed SD."""
+  d = mean + sd * np.array([-1.0, 1.0]) / math.sqrt(2)  # two differences with exactly this mean and SD
+  return claim_seeds_to_decide({"per_seed": list(d), "relation": relation, "tolerance": tolerance, "measured": mean})
 
 
 def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
@@ -153,52 +207,3 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
         undecided = verdict == "inconclusive" or not kept[c["id"]]
         c["verdict_familywise"] = "inconclusive" if undecided else verdict
   return out
-
-
-POWER_FIGURE = "power.png"  # under the results folder: `power_figure`
-
-
-def power_figure(claims: list[dict], path) -> None:
-  """Per trained claim with 3 or more seeds, the 95% CI's half-width against the number of seeds
-  (2 to MAX_SEEDS, per arm) at its observed spread (paired or Welch's: `interval`), with the half-width that would decide it if its
-  mean held (the distance from its mean to the edge it must clear); where a curve crosses its
-  line is `seeds_to_decide`. matplotlib is imported here only (the book's environment has none)."""
-  import matplotlib
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-  import matplotlib.ticker
-  cs = [c for c in claims if c["kind"] == "trained" and len(c.get("per_seed") or []) >= claims_lib.MIN_SEEDS]
-  cols = 4
-  rows = max(1, math.ceil(len(cs) / cols))
-  fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.2 * rows), squeeze=False, sharex=True)
-  n = np.arange(2, MAX_SEEDS + 1)
-  for ax, c in zip(axes.flat, cs):
-    stats = [interval(c, int(k)) for k in n]
-    half = np.array([scipy.stats.t.ppf(0.975, df) * se for _, se, df in stats])
-    mean = stats[0][0]
-    ax.plot(n, half, color="#0173b2", lw=1.5)
-    need = _room(mean, c["relation"], c["tolerance"])
-    if need > 0:
-      ax.axhline(need, color="#d55e00", lw=1, ls="--")
-    ax.axvline(len(c["per_seed"]), color="0.6", lw=0.8)
-    ax.set_yscale("log")
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # decades only: readable at this size
-    ax.set_title(c["id"], fontsize=7)
-    ax.tick_params(labelsize=7)
-  for ax in list(axes.flat)[len(cs):]:
-    ax.axis("off")
-  fig.supxlabel("seeds n (grey: today's)", fontsize=8)
-  fig.supylabel("95% CI half-width (points); dashed: what decides it", fontsize=8)
-  fig.tight_layout()
-  from mone.chapters import plots
-  plots.save_png(fig, path, dpi=90)
-
-
-def _room(mean: float, relation: str, tolerance: float) -> float:
-  """The half-width below which the CI around `mean` decides the claim (either way): the distance
-  from the mean to the nearest edge that decides it."""
-  if relation == "beats":
-    return max(abs(mean), abs(mean - tolerance)) if mean > 0 or mean < tolerance else 0.0
-  if relation == "no_worse":
-    return abs(mean + tolerance)
-  return max(tolerance - abs(mean), abs(mean) - tolerance)
