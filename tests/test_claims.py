@@ -260,7 +260,8 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
       (tmp_path / root / chapter).mkdir(parents=True)
       (tmp_path / root / chapter / "claims.json").write_text(json.dumps(cs))
   claims.main([str(tmp_path / "changes.md"), "--results", str(tmp_path / "new"), "--compare", str(tmp_path / "old")])
-  assert (tmp_path / "changes.md").read_text() == table
+  from mone.chapters import significance  # the command annotates both sides with today's p-values and power
+  assert (tmp_path / "changes.md").read_text() == claims.changes(significance.annotate(old), significance.annotate(new))
   with pytest.raises(SystemExit, match="no \\*/claims.json"):
     claims.main([str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])
 
@@ -278,7 +279,9 @@ def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tm
           "--compare-figure", str(png), "--labels", "3 seeds", "5 seeds"]
   claims.main(argv)
   first = png.read_bytes()
-  assert first.startswith(b"\x89PNG") and (tmp_path / "changes.md").read_text() == claims.changes(three, five)
+  from mone.chapters import significance
+  assert first.startswith(b"\x89PNG") and (tmp_path / "changes.md").read_text() == claims.changes(
+      significance.annotate(three), significance.annotate(five))
   claims.main(argv)
   assert png.read_bytes() == first  # the same claims draw the same bytes
   with pytest.raises(ValueError, match="no trained claim has an interval in both"):  # one seed: no interval

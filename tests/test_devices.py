@@ -1,6 +1,7 @@
 """The device-effect check (`mone.chapters.devices`): twins of committed runs, retrained elsewhere."""
 import json
 
+import numpy as np
 import pytest
 
 from mone.chapters import devices
@@ -46,10 +47,36 @@ def test_same_arm_spread_pools_every_pair_of_seeds_of_the_twins_arms(tmp_path):
   for seed, acc in enumerate((0.90, 0.86, 0.88)):
     _run(tmp_path, "runs", f"m{seed}", acc, seed=seed)
   _run(tmp_path, "runs", "other", 0.10, steps=16)  # another arm: not pooled
-  _run(tmp_path, "device_twins/cpu/runs", "m0", 0.89)
+  _run(tmp_path, "runs", "m3", 0.50, seed=3, device="NVIDIA H100")  # a GPU run without a CPU twin: left out
+  _run(tmp_path, "device_twins/cpu/runs", "m0", 0.89)  # seed 0 is read as its CPU twin
   rows = devices.twins(tmp_path)
   import numpy as np
-  assert devices.same_arm_spread(rows, tmp_path) == pytest.approx(np.std([4.0, 2.0, -2.0], ddof=1))
+  assert devices.same_arm_spread(rows, tmp_path) == pytest.approx(np.std([3.0, 1.0, -2.0], ddof=1))
+
+
+def test_the_summary_shows_the_twins_without_their_largest_difference_with_median_and_signs():
+  diffs = (-0.3, -2.4, -0.5, 0.5, 10.4, -1.2)
+  s = devices.summary([{"diff": d} for d in diffs], 2.6)
+  assert s["median"] == pytest.approx(-0.4) and s["signs"] == [2, 4]
+  w = s["without_largest"]
+  assert w["dropped"] == 10.4 and w["n"] == 5 and w["mean"] == pytest.approx(np.mean([-0.3, -2.4, -0.5, 0.5, -1.2]))
+  assert w["signs"] == [1, 4]
+  page = devices.markdown([{"run": "r", "kind": "vit", "e_c": None, "router": "learned", "seed": 0,
+                                                                  "original": "H100", "original_acc": 90.0, "twin": "cpu",
+                                                                  "twin_acc": 90.0 + d, "diff": d} for d in diffs], s)
+  assert "Without the largest difference** (+10.40 points): over 5 twins" in page and "a smaller one is not" in page
+
+
+def test_no_comparison_the_chapters_read_crosses_devices():
+  """Every run the chapters read (a GPU-trained run read as its CPU twin) trained on the CPU, but
+  Figure 6's study arms whose CPU twins have not landed yet (`plan.study_twin_runs`)."""
+  from mone import results
+  from mone.chapters import experiments, headlines, plan
+  pending = {experiments.run_path(cfg).name for _, cfg in plan.study_twin_runs()
+             if not plan.twin_path(experiments.run_path(cfg)).exists()}
+  crossing = [f"{label}, seed {seed}: {results.trained_where(m)}" for label, seed, m in headlines.landed()
+              if plan.gpu_trained(m) and f"{m['name']}-{m['kind']}-{m['config_hash']}.json" not in pending]
+  assert crossing == []
 
 
 def test_the_page_is_written_only_when_it_changes(tmp_path):
@@ -102,7 +129,7 @@ def test_a_field_added_later_at_its_default_leaves_a_run_in_its_arm(tmp_path):
   _run(tmp_path, "runs", "m3", 0.10, seed=3, model={**later, "attention": "xla"})
   _run(tmp_path, "device_twins/cpu/runs", "m0", 0.89)
   diffs = devices.same_arm_differences(devices.twins(tmp_path), tmp_path)
-  assert diffs == pytest.approx([4.0, 2.0, -2.0])
+  assert diffs == pytest.approx([3.0, 1.0, -2.0])  # seed 0 read as its CPU twin (0.89)
 
 
 def test_the_page_shows_the_twins_beside_the_seeds_in_a_figure_it_writes(tmp_path):

@@ -81,3 +81,36 @@ def test_a_chapter_that_fails_leaves_its_executed_notebook_as_it_was(tmp_path):
   nbformat.write(nb, str(src))
   run_notebook.execute(str(src), str(out), "small", progress_bar=False, cwd=str(tmp_path))
   assert "first cell ran" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == ["fails.ipynb"]
+
+
+def test_a_chapter_killed_mid_run_leaves_its_executed_notebook_and_a_rerun_finishes_it(tmp_path):
+  import os
+  import signal
+  import sys
+  import time
+  src = tmp_path / "slow.ipynb"
+  nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"},
+                                          "language_info": {"name": "python"}})
+  flag = tmp_path / "started"
+  nb.cells = [nbformat.v4.new_code_cell('profile = "small"\nslow = True', metadata={"tags": ["parameters"]}),
+              nbformat.v4.new_code_cell(f"open({str(flag)!r}, 'w').close()\nimport time\nif slow: time.sleep(600)"),
+              nbformat.v4.new_code_cell("print('done')")]
+  nbformat.write(nb, str(src))
+  out = tmp_path / "executed" / "slow.ipynb"
+  out.parent.mkdir()
+  out.write_text("the committed chapter")
+  # as Make runs it: its own process, here killed while the second cell runs (papermill has saved the first by then)
+  proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "run_notebook.py"), str(src), str(out), "small"],
+                          cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  deadline = time.time() + 120
+  while not flag.exists() and time.time() < deadline:
+    time.sleep(0.2)
+  assert flag.exists()
+  os.killpg(proc.pid, signal.SIGKILL)
+  proc.wait(timeout=60)
+  assert out.read_text() == "the committed chapter"
+  nb.cells[0].source = 'profile = "small"\nslow = False'
+  nbformat.write(nb, str(src))
+  subprocess.run([sys.executable, str(REPO / "scripts" / "run_notebook.py"), str(src), str(out), "small"], cwd=tmp_path,
+                 check=True, capture_output=True, timeout=300)
+  assert "done" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == ["slow.ipynb"]

@@ -420,14 +420,30 @@ def test_figure6_claims_pair_seeds_per_study_and_are_not_testable_without_runs()
   routers = {1: {0: 85.0, 1: 86.0, 2: 85.5}, 4: {0: 84.0}}
   learned = {0.2: {0: 80.0, 1: 81.0, 2: 80.5}, 0.3: {0: 85.0}}
   random = {0.2: {0: 70.0, 1: 72.0, 2: 71.0}, 0.3: {0: 80.0}}
-  a, b, c = comparisons.figure6(curve, later, routers, learned, random, 0.3)
+  a, b, c, d = comparisons.figure6(curve, later, routers, learned, random, 0.3)
   assert a["id"] == "fig6.first_layer_router_best" and a["seeds"] == [0] and a["measured"] == -1.0  # 85 - 86 at layer 2
   assert a["verdict"] == "inconclusive" and "layer 2: -1.0" in a["note"]
   assert "layer 3: 2500.0 MFLOPs, outside the curve, not judged" in a["note"]  # said, not silently dropped
   assert b["seeds"] == [0] and b["measured"] == 1.0
   assert c["seeds"] == [0, 1, 2] and c["verdict"] == "reproduced" and "0.2" in c["claim"]
+  # the other half of Fig. 6c, exploratory: the gap at 0.2 minus at 0.3, over the seed with both (0)
+  assert d["id"] == "fig6.random_degrades_at_low_capacity" and d["seeds"] == [0] and d["measured"] == 5.0 and d["exploratory"]
   none = comparisons.figure6(curve, {}, {1: routers[1]}, {0.2: {}}, {0.2: {0: 70.0}}, 0.3)
-  assert [x["verdict"] for x in none] == ["not testable"] * 3
+  assert [x["verdict"] for x in none] == ["not testable"] * 4
+
+
+def test_the_exploratory_router_claim_takes_the_capacity_most_seeds_have_and_stays_outside_holm():
+  from mone.chapters import significance
+  learned = {0.2: {0: 80.0, 1: 81.0, 2: 80.5}, 0.3: {0: 88.0, 1: 89.0, 2: 89.5}, 0.4: {0: 90.0, 1: 90.5, 2: 91.0}}
+  random = {0.2: {0: 70.0, 1: 72.0, 2: 71.0}, 0.3: {0: 79.0, 1: 80.0, 2: 81.0}, 0.4: {0: 80.0}}
+  c = comparisons.random_degrades(learned, random)
+  assert "than at 0.3" in c["claim"] and c["seeds"] == [0, 1, 2]  # 0.4's random router has one seed
+  assert c["per_seed"] == [(80.0 - 70.0) - (88.0 - 79.0), (81.0 - 72.0) - (89.0 - 80.0), (80.5 - 71.0) - (89.5 - 81.0)]
+  decided = claims.trained("fig3.x", "t", "p", {0: 2.0, 1: 3.0, 2: 2.5}, relation="beats", tolerance=0.0)
+  got = {x["id"]: x for x in significance.annotate({"06": [c, decided]})["06"]}
+  assert "verdict_familywise" not in got[c["id"]] and "p_value" in got[c["id"]]
+  assert got["fig3.x"]["verdict_familywise"] == "reproduced"  # a family of one: the exploratory claim is not in it
+  assert "(exploratory)" in claims.markdown_table([got[c["id"]]])
 
 
 def test_figure4_claims_are_not_testable_until_a_seed_has_both_arms():

@@ -443,6 +443,9 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
     if "plan_deviation" in c:
       verdict += f" (pre-registered; as changed: {c['verdict']})"
       ours = _deviation_cell(c) + ours
+    if c.get("exploratory"):
+      verdict += " (exploratory)"
+      ours += f". Exploratory: {c['exploratory']}"
     cells = [verdict, familywise, f"{c['claim']} ({ident})", str(c["paper"]), ours]
     rows.append("| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |")
   return head + "\n".join(rows) + "\n"

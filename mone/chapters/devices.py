@@ -59,15 +59,23 @@ def _spread(diffs: list[float]) -> float | None:
 def same_arm_differences(rows: list[dict], root: Path | None = None) -> list[float]:
   """Every difference between two committed seeds of one of the twins' arms (test accuracy,
   points; each pair once, the file first in name order minus the other, as `same_arm_spread` pools
-  them: the sign carries no meaning, the spread does)."""
+  them: the sign carries no meaning, the spread does), between CPU runs only: a run trained on a
+  GPU is read as its CPU twin where it has one, else left out, so that the spread between seeds
+  holds no device difference of its own."""
   root = Path(root or results.results_root())
   arms = {_arm(results.read_json(root / "runs" / f"{r['run']}.json")) for r in rows}
   by_arm: dict[str, list[float]] = {}
   for path in sorted((root / "runs").glob("*.json")):
-    m = results.read_json(path)
-    if "config" in m and (key := _arm(m)) in arms:
+    cpu_twin = root / TWINS / "cpu" / "runs" / path.name
+    m = results.read_json(cpu_twin if cpu_twin.is_file() else path)
+    if "config" in m and not _gpu_trained(m) and (key := _arm(m)) in arms:
       by_arm.setdefault(key, []).append(100 * m["accuracy"])
   return [a - b for accs in by_arm.values() for i, a in enumerate(accs) for b in accs[i + 1:]]
+
+
+def _gpu_trained(m: dict) -> bool:
+  from mone.chapters import plan  # plan reads this module's pages: imported where it is used
+  return plan.gpu_trained(m)
 
 
 # Config fields that name where and how often a run reports, not what it computes.
@@ -96,6 +104,14 @@ def summary(rows: list[dict], spread: float | None) -> dict:
          "same_arm_seed_sd": spread}
   out["verdict"] = ("device effect" if lo > 0 or hi < 0 else
                     f"no device effect detected: a systematic shift larger than {max(abs(lo), abs(hi)):.1f} points is ruled out")
+  out["median"] = float(np.median(d))
+  out["signs"] = [sum(x > 0 for x in d), sum(x < 0 for x in d)]
+  if len(d) >= 3:  # one twin can carry the mean: the same without the largest difference
+    rest = sorted(d, key=abs)[:-1]
+    m, l, h = claims.paired_ci(rest)
+    out["without_largest"] = {"dropped": max(d, key=abs), "n": len(rest), "mean": m, "ci95": [l, h],
+                              "twin_sd": float(np.std(rest, ddof=1)), "median": float(np.median(rest)),
+                              "signs": [sum(x > 0 for x in rest), sum(x < 0 for x in rest)]}
   return out
 
 
@@ -171,10 +187,21 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", i
   out.append("")
   if "mean" in s:
     spread = (f"; two seeds of the same arm differ with a standard deviation of {s['same_arm_seed_sd']:.2f} points "
-              "(the committed runs of these arms, every pair of seeds)" if s.get("same_arm_seed_sd") else "")
+              "(every pair of seeds of these arms, CPU runs only: a GPU run read as its CPU twin)" if s.get("same_arm_seed_sd") else "")
     out += [f"**{s['verdict'][0].upper()}{s['verdict'][1:]}.** Over {s['n']} twins the mean difference is "
-            f"{s['mean']:+.2f} points, 95% CI [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}]; the twins differ with a standard "
+            f"{s['mean']:+.2f} points, 95% CI [{s['ci95'][0]:+.2f}, {s['ci95'][1]:+.2f}] (median {s['median']:+.2f}; "
+            f"{s['signs'][0]} twins above their original, {s['signs'][1]} below); the twins differ with a standard "
             f"deviation of {s['twin_sd']:.2f} points{spread}.", ""]
+    if (w := s.get("without_largest")) is not None:
+      lo, hi = w["ci95"]
+      out += [f"**Without the largest difference** ({w['dropped']:+.2f} points): over {w['n']} twins the mean is "
+              f"{w['mean']:+.2f} points, 95% CI [{lo:+.2f}, {hi:+.2f}] (median {w['median']:+.2f}; {w['signs'][0]} above, "
+              f"{w['signs'][1]} below), standard deviation {w['twin_sd']:.2f}. "
+              + (f"A systematic shift larger than {max(abs(lo), abs(hi)):.1f} points is ruled out either way; a smaller "
+                 "one is not, and a comparison between devices could carry it. So every comparison the chapters make is "
+                 "between runs of one device." if lo <= 0 <= hi else
+                 "Without it the interval excludes 0: a systematic shift between the devices is likely. So every "
+                 "comparison the chapters make is between runs of one device."), ""]
     if image:
       out += [f"![Each twin's difference beside every difference between two seeds of the same arms]({image})", ""]
   else:

@@ -196,7 +196,7 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
         if (dev := c.get("plan_deviation")) is not None:  # the family holds the plan's test, not the changed one
           pre = dev["preregistered"] = dict(dev["preregistered"])
           pre["p_value"] = claims_lib._round(interval_p_value(*interval(pre), pre["relation"], pre["tolerance"], pre["verdict"]))
-        if len(d) >= claims_lib.MIN_SEEDS:  # fewer seeds decide nothing: not part of the family
+        if len(d) >= claims_lib.MIN_SEEDS and not c.get("exploratory"):  # fewer seeds decide nothing; an exploratory claim is no test
           ps[c["id"]] = c["plan_deviation"]["preregistered"]["p_value"] if "plan_deviation" in c else c["p_value"]
       out[chapter].append(c)
   kept = holm(ps) if ps else {}
