@@ -46,6 +46,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROBE_QUERY = "__bookcheck=1"  # the server adds the probe script to pages asked for with it
 REPORT_PATH = "/__bookcheck_report"  # where the probe POSTs what it found
 MIN_FIGURE_SCALE = 0.3  # a figure shown below this fraction of its pixel width is unreadable
+WINDOW = (1400, 900)  # the reader's window, as wide as a laptop's
+MAX_LANDING_HEIGHT = 6000  # px at WINDOW's width: the answer, not every table, on the landing page
 PAGE_TIMEOUT_S = 90  # real seconds for one page to load and report; 2-5 s is normal on 2 cores
 SCREENSHOT_TIMEOUT_S = 120
 CHROMIUM_FLAGS = [
@@ -74,7 +76,12 @@ window.addEventListener('load', function () {
             tex_errors: Array.prototype.map.call(errors, function (e) {
               return (e.getAttribute('data-mjx-error') || e.textContent || '').slice(0, 200);
             }),
-            mathjax: !!(window.MathJax && window.MathJax.startup), problems: problems};
+            mathjax: !!(window.MathJax && window.MathJax.startup), problems: problems,
+            height: document.documentElement.scrollHeight,
+            wide_tables: Array.prototype.filter.call(document.querySelectorAll('article table'), function (t) {
+              var box = t.parentElement;  // the theme wraps a table in a scrolling container
+              return t.getBoundingClientRect().width > box.clientWidth + 2 || box.scrollWidth > box.clientWidth + 2;
+            }).map(function (t) { return (t.querySelector('th') || t).textContent.trim().slice(0, 60); })};
   }
   // Images below the fold may be lazy: load them all, then wait for each to decode.
   var decoded = Array.prototype.map.call(document.images, function (im) {
@@ -443,7 +450,7 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
 
   first_request = len(server.requests)
   url_path = urllib.parse.urlsplit(server.url(page)).path
-  browser = Chromium(chromium, server.url(f"{page}?{PROBE_QUERY}"))
+  browser = Chromium(chromium, server.url(f"{page}?{PROBE_QUERY}"), f"--window-size={WINDOW[0]},{WINDOW[1]}")
   try:
     report = server.wait_report(url_path, PAGE_TIMEOUT_S)
     if report is not None:
@@ -479,6 +486,10 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
                          f"{img['natural']} px width: too small to read at page size")
   for problem in report["problems"]:
     failures.add(page, problem)
+  for table in report.get("wide_tables", []):
+    failures.add(page, f"a table is wider than its column at {WINDOW[0]} px (clipped or scrolling): it starts {table!r}")
+  if docname == LANDING_PAGE and report.get("height", 0) > MAX_LANDING_HEIGHT:
+    failures.add(page, f"the landing page is {report['height']} px tall at {WINDOW[0]} px wide; at most {MAX_LANDING_HEIGHT}")
   if report["math"]:
     if not report["mathjax"]:
       failures.add(page, f"{report['math']} formula(s) but MathJax did not start")
@@ -532,7 +543,7 @@ def main():
       for docname in docnames:
         report = check_page(docname, html_dir, book_dir, server, chromium, failures)
         if report:
-          print(f"  {docname + '.html':<48} {len(report['imgs'])} image(s), "
+          print(f"  {docname + '.html':<48} {report.get('height', 0):>6} px, {len(report['imgs'])} image(s), "
                 f"{report['typeset']}/{report['math']} formula(s) typeset")
       take_screenshot(chromium, server.url(f"{docnames[0]}.html"), args.screenshot, failures)
     except RuntimeError as e:

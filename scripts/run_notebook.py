@@ -39,6 +39,22 @@ def strip_timings(nb) -> None:
       c.metadata.get("papermill", {}).pop(key, None)
 
 
+def merge_streams(nb) -> None:
+  """Joins each cell's consecutive outputs to the same stream (stdout, stderr) into one. How the
+  kernel splits a cell's printing into messages depends on timing (a busy machine flushes a print
+  on its own), so two runs that print the same text would otherwise store it differently."""
+  for c in nb.cells:
+    merged = []
+    for o in c.get("outputs", []):
+      if merged and o.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
+          and merged[-1].get("name") == o.get("name"):
+        merged[-1]["text"] = "".join(merged[-1]["text"]) + "".join(o["text"])
+      else:
+        merged.append(o)
+    if "outputs" in c:
+      c.outputs = merged
+
+
 def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: str | None = None, **params):
   """papermill.execute_notebook with parameters {'profile': profile, **params} and the python3
   kernel. Only parameters given are injected: a default run's executed notebook stays the same,
@@ -56,6 +72,7 @@ def execute(src: str, out: str, profile: str, progress_bar: bool = True, cwd: st
         if "remove-cell" not in c.metadata.tags:
           c.metadata.tags.append("remove-cell")
     strip_timings(nb)
+    merge_streams(nb)
     nb.metadata.get("papermill", {})["output_path"] = str(out)  # where it is kept, not where it ran
     nbformat.write(nb, str(partial))
     os.replace(partial, out)

@@ -128,8 +128,8 @@ def test_write_load_and_render(tmp_path, monkeypatch):
   assert list(loaded) == ["09_figure9"] and [c["id"] for c in loaded["09_figure9"]] == ["fig9.a", "fig9.b"]
   for field in claims.FIELDS:
     assert field in loaded["09_figure9"][0]
-  page = claims.landing_page()
-  assert "{doc}`fig9.a <notebooks/09_figure9>`" in page and "{doc}`fig9.b <notebooks/09_figure9>`" in page
+  page = claims.tables_page()
+  assert "[`fig9.a`](notebooks/09_figure9.ipynb)" in page and "[`fig9.b`](notebooks/09_figure9.ipynb)" in page  # plain Markdown
   assert "MoNE \\| wins" in page  # a pipe in a claim does not break the table
   assert "1 reproduced, 1 not testable" in page
 
@@ -141,14 +141,14 @@ def test_caveats_print_under_their_chapter_on_the_landing_page(tmp_path, monkeyp
   path = claims.write_caveats(["The task does not separate the widths (1.7 points, the bar is 5)."], "09_figure9")
   assert path == tmp_path / "09_figure9" / "caveats.json"
   assert claims.load_caveats() == {"09_figure9": ["The task does not separate the widths (1.7 points, the bar is 5)."]}
-  page = claims.landing_page()
+  page = claims.tables_page()
   caveat = "> **Caveat.** The task does not separate the widths (1.7 points, the bar is 5).\n"
   assert page.count("> **Caveat.**") == 1
   # Under its own chapter's heading, above that chapter's table, not under the other chapter.
-  assert page.index("09_figure9>`**") < page.index(caveat) < page.index("{doc}`fig9.a")
-  assert page.index("{doc}`fig8.a") < page.index("09_figure9>`**")
+  assert page.index("09_figure9.ipynb)**") < page.index(caveat) < page.index("[`fig9.a`]")
+  assert page.index("[`fig8.a`]") < page.index("09_figure9.ipynb)**")
   claims.write_caveats([], "09_figure9")  # the caveat no longer holds: it leaves the page
-  assert "Caveat" not in claims.landing_page()
+  assert "Caveat" not in claims.tables_page()
   for bad in ("one sentence", [""], [3]):
     with pytest.raises(ValueError, match="caveats must be a list of non-empty sentences"):
       claims.write_caveats(bad, "09_figure9")
@@ -185,7 +185,10 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   from mone import results
   page = results.REPO / "book" / "verdicts.md"
   figure = "../results/landing.png" if (results.RESULTS / claims.LANDING_FIGURE).exists() else None
-  assert page.read_text() == claims.landing_page(results.RESULTS, figure=figure), "run `python -m mone.chapters.claims book/verdicts.md`"
+  from mone.chapters import pages
+  assert page.read_text() == pages.landing(results.RESULTS, figure), "run `python -m mone.chapters.claims book/verdicts.md`"
+  assert (results.REPO / "book" / "claims.md").read_text() == claims.tables_page(results.RESULTS), \
+      "run `python -m mone.chapters.claims book/verdicts.md --tables book/claims.md`"
   # The claims files carry the family-wise view of every chapter together (written by that command).
   from mone.chapters import significance
   assert claims.load(results.RESULTS) == significance.annotate(claims.load(results.RESULTS))
@@ -317,11 +320,25 @@ def test_replace_block_rewrites_only_between_the_markers(tmp_path):
   shutil.copytree(results.RESULTS, tmp_path / "results", ignore=shutil.ignore_patterns("runs", "weights", "*.png", "*.svg", "bench", "device_twins"))
   claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   got = readme.read_text()
-  assert got.startswith("# T\n<!-- answer:start -->\n![") and got.endswith("<!-- answer:end -->\nrest\n") and "Trained comparisons" in got
+  assert got.startswith("# T\n<!-- answer:start -->\n![") and got.endswith("<!-- answer:end -->\nrest\n") and "**Accuracy per FLOP**" in got
+  assert "[book/claims.md](book/claims.md)" in got and "{doc}" not in got
   page = (tmp_path / "v.md").read_text()
   before = page
   claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   assert (tmp_path / "v.md").read_text() == before  # a rerun changes nothing
+
+
+def test_the_landing_answers_by_family_and_says_which_way_the_open_claims_point(tmp_path):
+  from mone.chapters import pages, significance
+  cs = [claims.trained("fig3.mone_beats_matvit", "c", "p", _seeds([-1.0, -2.5, 0.4, -1.5, -2.0]), relation="beats", tolerance=0.0),
+        claims.trained("table1.mone04_vs_greedy", "c", "p", _seeds([2.0, 3.0, 1.0, 2.5, 1.5]), relation="beats", tolerance=0.0),
+        claims.trained("fig5.images.x", "c", "p", _seeds([40.0, 44.0, 48.0]), relation="beats", tolerance=0.0)]
+  lines = pages.family_lines(significance.annotate({"ch": cs})["ch"])
+  assert lines[0].startswith("**Accuracy per FLOP** (Figures 3, 4 and Table 1; 2 trained claims): 1 reproduced "
+                             "(`table1.mone04_vs_greedy`), none ruled out, 1 open.")
+  assert "the mean lies on the paper's side for 0 and against it for 1 (`fig3.mone_beats_matvit`)" in lines[0]
+  assert lines[1].startswith("**Adaptation** (Figure 5; 1 trained claims): 1 reproduced") and len(lines) == 2
+  assert pages.family("fig7.video.x") == "Routing" and pages.family("speed.x") is None
 
 
 def test_the_tallies_count_each_kind_of_claim_apart_on_the_landing_page_and_in_each_chapter(tmp_path, monkeypatch):
@@ -336,8 +353,8 @@ def test_the_tallies_count_each_kind_of_claim_apart_on_the_landing_page_and_in_e
                    "Arithmetic checks (1; they hold by construction: FLOPs, budgets): 1 reproduced. "
                    "Timing targets (1; set by this repository, not by the paper): 1 not reproduced.")
   claims.write(cs, "09_figure9")
-  page = claims.landing_page()
-  assert "09_figure9>`**: trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced\n" in page
+  page = claims.tables_page()
+  assert "09_figure9.ipynb)**: trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced\n" in page
   assert "Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2 with 3 or more seeds" in page
 
 
@@ -473,12 +490,13 @@ def test_the_landing_figure_marks_the_unpaired_claim_apart(tmp_path, monkeypatch
   drawn = {}
   monkeypatch.setattr(plots, "save_png", lambda fig, path, dpi: drawn.update(fig=fig))
   claims.landing_figure(cs, tmp_path / "landing.png")
-  ax = drawn["fig"].axes[0]
-  assert [t.get_text() for t in ax.get_yticklabels()] == ["fig3.mone_beats_mod", "fig5.video_gentler_than_images (unpaired)"]
-  intervals = [l for l in ax.lines if len(l.get_xdata()) == 2 and l.get_ydata()[0] == l.get_ydata()[1] and l.get_label()[0] == "_"]
-  styles = {int(l.get_ydata()[0]): l.get_linestyle() for l in intervals}
-  assert styles[0] == "-" and styles[1] != "-"  # y counts up from the last claim
-  assert "unpaired: Welch's CI from both arms" in [t.get_text() for t in ax.get_legend().get_texts()]
+  accuracy, trends = drawn["fig"].axes  # the accuracy claims, then the trends on an axis of their own
+  assert [t.get_text() for t in accuracy.get_yticklabels()] == ["fig3.mone_beats_mod"]
+  assert [t.get_text() for t in trends.get_yticklabels()] == ["fig5.video_gentler_than_images (unpaired)"]
+  style = lambda ax: [l.get_linestyle() for l in ax.lines if len(l.get_xdata()) == 2 and l.get_ydata()[0] == l.get_ydata()[1]
+                      and l.get_label()[0] == "_"][0]
+  assert style(accuracy) == "-" and style(trends) != "-"
+  assert "unpaired: Welch's CI" in [t.get_text() for t in drawn["fig"].legends[0].get_texts()]
 
 
 def test_of_kind_keeps_one_kind_of_claim_and_the_chapters_that_have_it():

@@ -114,3 +114,17 @@ def test_a_chapter_killed_mid_run_leaves_its_executed_notebook_and_a_rerun_finis
   subprocess.run([sys.executable, str(REPO / "scripts" / "run_notebook.py"), str(src), str(out), "small"], cwd=tmp_path,
                  check=True, capture_output=True, timeout=300)
   assert "done" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == ["slow.ipynb"]
+
+
+def test_a_cells_printing_is_stored_the_same_however_the_kernel_split_it():
+  from notebook_util import run_notebook
+  split = nbformat.v4.new_notebook()
+  split.cells = [nbformat.v4.new_code_cell("x", outputs=[
+      nbformat.v4.new_output("stream", name="stdout", text="a\n"), nbformat.v4.new_output("stream", name="stdout", text="b\n"),
+      nbformat.v4.new_output("stream", name="stderr", text="w\n"), nbformat.v4.new_output("stream", name="stdout", text="c\n")])]
+  whole = nbformat.v4.new_notebook()
+  whole.cells = [nbformat.v4.new_code_cell("x", outputs=[
+      nbformat.v4.new_output("stream", name="stdout", text="a\nb\n"), nbformat.v4.new_output("stream", name="stderr", text="w\n"),
+      nbformat.v4.new_output("stream", name="stdout", text="c\n")])]
+  run_notebook.merge_streams(split)
+  assert split.cells[0].outputs == whole.cells[0].outputs

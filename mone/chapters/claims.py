@@ -2,7 +2,7 @@
 
 Every chapter tests a few of the paper's claims and writes them, one JSON object each, to
 `results/<chapter>/claims.json`. The book's landing page and each chapter's opening table are
-rendered from those files (`markdown_table`, `landing_page`), so no verdict is typed twice.
+rendered from those files (`markdown_table`, `tables_page`, `mone.chapters.pages`), so no verdict is typed twice.
 
 A claim is decided by one of three functions, one per kind of evidence:
 
@@ -436,7 +436,7 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
   head = "| Verdict | Family-wise | Claim | Paper | Ours |\n| --- | --- | --- | --- | --- |\n"
   rows = []
   for c in claims:
-    ident = f"{{doc}}`{c['id']} <{link}>`" if link else f"`{c['id']}`"
+    ident = f"[`{c['id']}`]({link}.ipynb)" if link else f"`{c['id']}`"
     familywise = VERDICT_LABEL[c["verdict_familywise"]] if "verdict_familywise" in c else "-"
     verdict = VERDICT_LABEL[counted_verdict(c)]
     ours = _ours(c)
@@ -570,59 +570,79 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
   plots.save_png(fig, path, dpi=110)
 
 
+# Claims about drops and token precision, whose differences run to tens of points: drawn in a panel
+# of their own, so that the accuracy claims' intervals (a few points) stay readable on theirs.
+TREND_PREFIXES = ("fig1.", "fig5.", "fig7.")
+
+
 def landing_figure(claims: list[dict], path) -> None:
   """The landing page's figure: every trained comparison's mean difference (MoNE minus
   the baseline, in points) with its 95% CI (paired; dashed where the claim is unpaired by
-  design, `PAIRING`), coloured by verdict (the mean hollow where the family-wise verdict,
-  `significance.annotate`, does not keep it), and the band or threshold its claim must clear.
-  matplotlib is imported here only: the book's environment has none and only references the
-  committed figure."""
+  design, `PAIRING`), coloured by the verdict a tally counts (`counted_verdict`; the mean hollow
+  where the family-wise verdict, `significance.annotate`, does not keep it), and the band or
+  threshold its claim must clear. Two panels on their own axes: the accuracy comparisons
+  (Figures 3, 4, 6, Table 1), then the trends (`TREND_PREFIXES`). matplotlib is imported here
+  only: the book's environment has none and only references the committed figure."""
   import matplotlib
   matplotlib.use("Agg")
+  import matplotlib.lines
+  import matplotlib.patches
   import matplotlib.pyplot as plt
-  from mone import results
   cs = _with_interval(claims)
+  panels = [("Accuracy: MoNE minus the baseline (points)", [c for c in cs if not c["id"].startswith(TREND_PREFIXES)]),
+            ("Drops and token precision (points)", [c for c in cs if c["id"].startswith(TREND_PREFIXES)])]
+  panels = [(t, p) for t, p in panels if p]
+  if not panels:
+    return
   colour = LANDING_COLOURS
-  fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(cs) + 1.3))
-  for y, c in enumerate(reversed(cs)):
-    lo, hi = c["ci95"]
-    ax.plot([lo, hi], [y, y], color=colour[c["verdict"]], lw=2.5, solid_capstyle="butt",
-            ls=WELCH_DASH if c.get("test") == "welch" else "-")
-    lost = c.get("verdict_familywise", c["verdict"]) != c["verdict"]  # decided alone, not family-wise
-    ax.plot(c["measured"], y, "o", color=colour[c["verdict"]], ms=6 if lost else 5, mfc="white" if lost else None)
-    tol = c["tolerance"]
-    if c["relation"] == "matches":
-      ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
-    elif c["relation"] == "no_worse":
-      ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
-  ax.axvline(0, color="k", lw=0.8)
-  ax.set_yticks(range(len(cs)), [c["id"] + (" (unpaired)" if c.get("test") == "welch" else "") for c in reversed(cs)],
-                fontsize=8)
-  ax.set_xlabel(DIFFERENCE_AXIS)
-  for v, col in colour.items():
-    ax.plot([], [], color=col, lw=2.5, label=v)
+  fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 0.25 * len(cs) + 0.8 * len(panels) + 0.6), squeeze=False,
+                           gridspec_kw={"height_ratios": [len(p) + 1.5 for _, p in panels]})
+  for ax, (title, pcs) in zip(axes[:, 0], panels):
+    for y, c in enumerate(reversed(pcs)):
+      v = counted_verdict(c)
+      shown = c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c
+      lo, hi = shown["ci95"]
+      ax.plot([lo, hi], [y, y], color=colour[v], lw=2.5, solid_capstyle="butt",
+              ls=WELCH_DASH if shown.get("test") == "welch" else "-")
+      lost = c.get("verdict_familywise", v) != v  # decided alone, not family-wise
+      ax.plot(shown["measured"], y, "o", color=colour[v], ms=6 if lost else 5, mfc="white" if lost else None)
+      tol = c["tolerance"]
+      if c["relation"] == "matches":
+        ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
+      elif c["relation"] == "no_worse":
+        ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(pcs)), [c["id"] + (" (pre-registered)" if "plan_deviation" in c else "")
+                                   + (" (unpaired)" if (c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c).get("test") == "welch" else "")
+                                   + (" (exploratory)" if c.get("exploratory") else "") for c in reversed(pcs)], fontsize=10)
+    ax.set_ylim(-0.7, len(pcs) - 0.3)
+    ax.set_title(title, fontsize=11, loc="left")
+    ax.tick_params(axis="x", labelsize=10)
+    ax.grid(alpha=0.3, axis="x")
+  handles = [matplotlib.lines.Line2D([], [], color=col, lw=2.5, label=v) for v, col in colour.items()]
   if any(c.get("test") == "welch" for c in cs):
-    ax.plot([], [], color="0.3", lw=2.5, ls=WELCH_DASH, label="unpaired: Welch's CI from both arms")
-  if any(c.get("verdict_familywise", c["verdict"]) != c["verdict"] for c in cs):
-    ax.plot([], [], "o", color="0.3", mfc="white", label="not kept family-wise (Holm, 5%)")
-  ax.fill_between([], [], color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie")
-  ax.legend(fontsize=8, loc="upper right")
-  ax.set_title("Every trained claim of the small profile", fontsize=10)
-  ax.grid(alpha=0.3, axis="x")
-  fig.tight_layout()
+    handles.append(matplotlib.lines.Line2D([], [], color="0.3", lw=2.5, ls=WELCH_DASH, label="unpaired: Welch's CI"))
+  if any(c.get("verdict_familywise", counted_verdict(c)) != counted_verdict(c) for c in cs):
+    handles.append(matplotlib.lines.Line2D([], [], marker="o", color="0.3", mfc="white", ls="", label="not kept family-wise"))
+  handles.append(matplotlib.patches.Patch(color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie"))
+  # below the panels, off the data
+  fig.legend(handles=handles, fontsize=10, loc="lower center", ncol=3, frameon=False)
+  fig.tight_layout(rect=(0, 0.08, 1, 1))
   from mone.chapters import plots
-  plots.save_png(fig, path, dpi=130)
+  plots.save_png(fig, path, dpi=110)
 
 
-def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figure: str | None = None) -> str:
-  """The landing page's verdict section: the answer first (`answer`, and the figure at `figure`,
-  a path relative to the page), the tally by kind of claim, then every claim of every chapter,
-  grouped by chapter (under the heading, the chapter's caveats, `write_caveats`), each id
-  linking to its chapter. Generated, never typed: `python -m mone.chapters.claims book/verdicts.md`."""
+def tables_page(root: Path | None = None, doc_prefix: str = "notebooks/", figure: str | None = None) -> str:
+  """The page of every claim (book/claims.md; the landing page answers first, `pages.landing`):
+  the answer (`answer`, and the figure at `figure`, a path relative to the page, where given), the
+  tally by kind of claim, then every claim of every chapter, grouped by chapter (under the heading,
+  the chapter's caveats, `write_caveats`), each id linking to its chapter in plain Markdown, so that
+  the page reads on a code host too. Generated, never typed: `python -m mone.chapters.claims
+  book/verdicts.md --tables book/claims.md`."""
   from mone.chapters import significance
   chapters, caveats = significance.annotate(load(root)), load_caveats(root)
   everything = [c for cs in chapters.values() for c in cs]
-  out = []
+  out = ["# Every claim, chapter by chapter\n"]
   if figure:
     out.append(f"![Every trained claim: mean difference and 95% CI, by verdict]({figure})\n")
   out.append(answer(everything) + "\n")
@@ -636,7 +656,7 @@ def landing_page(root: Path | None = None, doc_prefix: str = "notebooks/", figur
              "verdict only where Holm's procedure over every trained claim keeps its test (`mone.chapters.significance`). "
              f"{P_VALUE_SENTENCE}\n")
   for chapter, cs in chapters.items():
-    out.append(f"\n**{{doc}}`{_title(chapter)} <{doc_prefix}{chapter}>`**: {chapter_counts(cs)}\n")
+    out.append(f"\n**[{_title(chapter)}]({doc_prefix}{chapter}.ipynb)**: {chapter_counts(cs)}\n")
     if caveats.get(chapter):
       out.append(_caveat_lines(caveats[chapter]).rstrip("\n") + "\n")
     out.append(markdown_table(cs, link=f"{doc_prefix}{chapter}"))
@@ -682,15 +702,6 @@ def pairing_sentence(claims: list[dict]) -> str:
     out += (f". For information, the arms correlate across seeds with a median r of {float(np.median(rs)):+.2f} over the "
             f"{len(rs)} claims whose chapters record both arms (`arm_correlation` in claims.json)")
   return out + "."
-
-
-def readme_block(root: Path | None = None) -> str:
-  """The README's answer, between its `<!-- answer:start -->` and `<!-- answer:end -->` lines."""
-  from mone.chapters import significance
-  everything = [c for cs in significance.annotate(load(root)).values() for c in cs]
-  return (f"![Every trained claim: mean difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
-          f"{answer(everything)}\n\n{counts_by_kind(everything)} Every claim, with its CI, p-value and chapter: "
-          "[the book's landing page](book/intro.md).\n")
 
 
 def replace_block(text: str, block: str, start: str = "<!-- answer:start -->", end: str = "<!-- answer:end -->") -> str:
@@ -813,6 +824,8 @@ def main(argv=None):
   ap.add_argument("--labels", nargs=2, metavar=("BEFORE", "AFTER"), default=("before", "after"),
                   help="with --compare-figure: what the two results folders are, for its legend")
   ap.add_argument("--figures", action="store_true", help=f"also draw the landing figure (results/{LANDING_FIGURE}; needs matplotlib)")
+  ap.add_argument("--tables", metavar="PAGE", default=None,
+                  help="also write every claim's table, chapter by chapter (`tables_page`), e.g. book/claims.md")
   ap.add_argument("--readme", metavar="README", default=None,
                   help="also rewrite the answer between README's <!-- answer:start --> and <!-- answer:end --> lines")
   args = ap.parse_args(argv)
@@ -841,9 +854,13 @@ def main(argv=None):
     landing_figure([c for cs in load(root).values() for c in cs], root / LANDING_FIGURE)
   import os
   figure = os.path.relpath(root / LANDING_FIGURE, Path(args.out).resolve().parent)
-  _write_if_changed(Path(args.out), landing_page(root, figure=figure if (root / LANDING_FIGURE).exists() else None), results)
+  from mone.chapters import pages
+  tables = Path(args.tables).stem if args.tables else "claims"
+  _write_if_changed(Path(args.out), pages.landing(root, figure if (root / LANDING_FIGURE).exists() else None, tables), results)
+  if args.tables:
+    _write_if_changed(Path(args.tables), tables_page(root), results)
   if args.readme and Path(args.readme).exists():
-    _write_if_changed(Path(args.readme), replace_block(Path(args.readme).read_text(), readme_block(root)), results)
+    _write_if_changed(Path(args.readme), replace_block(Path(args.readme).read_text(), pages.readme_block(root)), results)
 
 
 def check_plans(root: Path) -> None:
