@@ -126,7 +126,9 @@ def progress() -> dict:
   planned) of `extra_runs`, 'single_device': whether the chapters read them yet}."""
   twins = twin_runs()
   landed = sum(twin_path(experiments.run_path(cfg)).exists() for _, cfg in twins)
-  return {"twins": (landed, len(twins)), "extra": extra_landed(), "single_device": single_device()}
+  ten = ten_seed_runs()
+  return {"twins": (landed, len(twins)), "extra": extra_landed(), "single_device": single_device(),
+          "ten": (sum(experiments.run_path(cfg).exists() for _, cfg in ten), len(ten))}
 
 
 def progress_note(p: dict) -> str:
@@ -134,8 +136,14 @@ def progress_note(p: dict) -> str:
   (tl, tp), (el, ep) = p["twins"], p["extra"]
   seeds = f"{EXTRA_SEEDS[0]}-{EXTRA_SEEDS[-1]}"
   if p["single_device"]:
-    return (f"All {tp} CPU twins and all {ep} runs of seeds {seeds} have landed: the chapters read the twins in place of "
-            f"their GPU originals and decide every planned claim at {len(SEEDS + EXTRA_SEEDS)} seeds, on one device.")
+    out = (f"All {tp} CPU twins and all {ep} runs of seeds {seeds} have been committed: the chapters read the twins in place "
+           f"of their GPU originals and decide every planned claim at {len(SEEDS + EXTRA_SEEDS)} seeds, on one device.")
+    if "ten" in p:
+      (nl, npl), ten = p["ten"], f"{SEEDS_TO_TEN[0]}-{SEEDS_TO_TEN[-1]}"
+      out += (f" {nl} of the {npl} runs of seeds {ten} (`results/seed_plan_10.json`, fixed before any of them trained) "
+              + ("have been committed: the chapters decide every planned claim at 10 seeds." if nl == npl else
+                 "have been committed; the chapters read them only once all have (`mone.chapters.plan.seeds`)."))
+    return out
   return (f"{tl} of {tp} CPU twins and {el} of {ep} runs of seeds {seeds} have landed. Until all have, the chapters read "
           f"seeds {SEEDS[0]}-{SEEDS[-1]} as they trained, GPU runs included; then the twins replace their GPU originals and "
           f"every planned claim is decided at {len(SEEDS + EXTRA_SEEDS)} seeds on one device (`mone.chapters.plan.seeds`, "

@@ -105,9 +105,10 @@ def definition_hash(d: dict) -> str:
 
 def planned(chapters: dict[str, list[dict]]) -> dict[str, tuple[str, dict]]:
   """{claim id: (chapter, claim)} of the trained claims a seed plan freezes: those with an
-  interval (a single-seed study has none, and more seeds of the headline runs do not give it one)."""
+  interval (a single-seed study has none, and more seeds of the headline runs do not give it one),
+  but exploratory ones (added after their data were seen: no plan can pre-register them)."""
   return {c["id"]: (chapter, c) for chapter, rows in chapters.items() for c in rows
-          if c["kind"] == "trained" and c.get("ci95") is not None}
+          if c["kind"] == "trained" and c.get("ci95") is not None and not c.get("exploratory")}
 
 
 PLAN_SIMS = 20_000  # simulated sets of seeds behind a plan's expected power (standard error under 0.004)
