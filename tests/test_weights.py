@@ -1,0 +1,33 @@
+"""Every run of the ten-seed plan commits its final parameters (results/weights/<run file>.npz), so
+that a later analysis evaluates it without retraining: read back, they give the run's accuracy."""
+from mone import results
+from mone.chapters import experiments, plan
+
+
+def test_a_committed_weights_file_reproduces_its_runs_accuracy_exactly_on_the_cpu():
+  from mone.data import sources
+  from mone.train import evaluation, steps
+  kept = [cfg for _, cfg in plan.ten_seed_runs() if experiments.weights_path(cfg).exists()]
+  assert kept, "no run of the ten-seed plan has committed its weights yet"
+  cfg = kept[0]
+  m = results.read_json(experiments.run_path(cfg))
+  params = experiments.stored_params(cfg)  # every parameter, as committed
+  _, test_src = sources.data_sources(cfg)
+  model = steps.build_model(cfg)
+  first = m["evals"][0]  # the run's own budget
+  got = evaluation.evaluate(cfg, model, params, test_src, e_c=first["e_c"], width_index=first["width_index"])
+  assert got["num_examples"] == first["num_examples"]
+  assert results.rounded(got["accuracy"]) == first["accuracy"] == m["accuracy"]
+
+
+def test_the_queue_writes_every_parameter_for_a_ten_seed_run_and_only_the_routers_inputs_before(tmp_path, monkeypatch):
+  import numpy as np
+  kept = [cfg for _, cfg in plan.ten_seed_runs() if experiments.weights_path(cfg).exists()]
+  assert kept
+  with np.load(experiments.weights_path(kept[0])) as full:
+    names = set(full.files)
+  assert {n.split("/")[0] for n in names} > set(experiments.ROUTER_INPUTS)  # the whole model, not the router's inputs
+  older = next(cfg for _, cfg in plan.runs() if plan.keeps_router_weights(cfg) and not plan.keeps_weights(cfg)
+               and experiments.weights_path(cfg).exists())
+  with np.load(experiments.weights_path(older)) as part:
+    assert {n.split("/")[0] for n in part.files} == set(experiments.ROUTER_INPUTS)
