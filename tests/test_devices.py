@@ -52,6 +52,7 @@ def test_same_arm_spread_pools_every_pair_of_seeds_of_the_twins_arms(tmp_path):
   rows = devices.twins(tmp_path)
   import numpy as np
   assert devices.same_arm_spread(rows, tmp_path) == pytest.approx(np.std([3.0, 1.0, -2.0], ddof=1))
+  assert devices.same_arm_differences(rows, tmp_path, seeds=(0, 1)) == pytest.approx([3.0])  # only the seeds read
 
 
 def test_the_summary_shows_the_twins_without_their_largest_difference_with_median_and_signs():

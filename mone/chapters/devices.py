@@ -56,19 +56,20 @@ def _spread(diffs: list[float]) -> float | None:
   return float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
 
 
-def same_arm_differences(rows: list[dict], root: Path | None = None) -> list[float]:
+def same_arm_differences(rows: list[dict], root: Path | None = None, seeds=None) -> list[float]:
   """Every difference between two committed seeds of one of the twins' arms (test accuracy,
   points; each pair once, the file first in name order minus the other, as `same_arm_spread` pools
   them: the sign carries no meaning, the spread does), between CPU runs only: a run trained on a
   GPU is read as its CPU twin where it has one, else left out, so that the spread between seeds
-  holds no device difference of its own."""
+  holds no device difference of its own. seeds: only runs of these seeds (None: all), so that the page
+  reads the seeds the chapters read (`plan.seeds`), not runs of a plan still training."""
   root = Path(root or results.results_root())
   arms = {_arm(results.read_json(root / "runs" / f"{r['run']}.json")) for r in rows}
   by_arm: dict[str, list[float]] = {}
   for path in sorted((root / "runs").glob("*.json")):
     cpu_twin = root / TWINS / "cpu" / "runs" / path.name
     m = results.read_json(cpu_twin if cpu_twin.is_file() else path)
-    if "config" in m and not _gpu_trained(m) and (key := _arm(m)) in arms:
+    if "config" in m and not _gpu_trained(m) and (seeds is None or m["seed"] in seeds) and (key := _arm(m)) in arms:
       by_arm.setdefault(key, []).append(100 * m["accuracy"])
   return [a - b for accs in by_arm.values() for i, a in enumerate(accs) for b in accs[i + 1:]]
 
@@ -220,7 +221,9 @@ def main(argv=None):
     matrix, plan_note = device_matrix(headlines.landed()), plan.progress_note(plan.progress())
   else:
     matrix, plan_note = "", ""
-  seed_diffs = same_arm_differences(rows, args.results) if rows else []
+  from mone.chapters import plan
+  read = plan.seeds("small") if args.results is None else None  # the seeds the chapters read
+  seed_diffs = same_arm_differences(rows, args.results, read) if rows else []
   s = summary(rows, _spread(seed_diffs))
   path, image = Path(args.out), ""
   if "mean" in s:  # the picture beside the page's verdict, under the results folder it was read from
