@@ -36,8 +36,11 @@ def _status() -> str:
     (["DEVICE=tpu"], ("DEVICE", "'tpu'", "auto, cpu or gpu")),
 ])
 def test_a_bad_parameter_to_make_figures_is_one_line_and_changes_nothing(args, names):
+  import os
   before = _status()
-  out = subprocess.run(["make", "figures", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+  # as a reader types it: not a sub-make of `make test` (which would announce its directory on stdout)
+  env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+  out = subprocess.run(["make", "figures", *args], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
   assert out.returncode == 2, out
   lines = out.stderr.strip().splitlines()
   assert len(lines) == 1 and "Traceback" not in out.stderr and not out.stdout.strip(), out
