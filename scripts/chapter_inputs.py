@@ -16,11 +16,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # The folders of `mone.results.results_root()` (results/, or $MONE_RESULTS_DIR) that chapters
-# read and do not write: run files, router weights, validation records, benchmarks. A run that
+# read and do not write: run files, router weights, validation records, benchmarks, CPU twins. A run that
 # lands (from the training queue, or trained by an earlier chapter) reruns the chapters after it,
 # which would otherwise keep verdicts from the runs they saw before. Each chapter writes only its
 # own results/<chapter>/ folder, so no chapter's output is another's input here.
-READS = ("runs", "weights", "calibration", "bench")
+READS = ("runs", "weights", "calibration", "bench", "device_twins")  # device_twins: a GPU run's CPU twin, read in its place
 
 
 def module_path(name: str) -> Path | None:
