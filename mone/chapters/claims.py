@@ -377,10 +377,16 @@ VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reprod
                  "inconclusive": "inconclusive", "not testable": "not testable"}
 
 
+def counted(c: dict) -> dict:
+  """The result a tally counts and the figures draw: the pre-registered one where the claim's
+  definition changed after its plan (`plan_deviation`, `mone.chapters.preregistration`), else the
+  claim itself."""
+  return c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c
+
+
 def counted_verdict(c: dict) -> str:
-  """The verdict a tally counts: the pre-registered one where the claim's definition changed after
-  its plan (`plan_deviation`, `mone.chapters.preregistration`), else the claim's own."""
-  return c["plan_deviation"]["preregistered"]["verdict"] if "plan_deviation" in c else c["verdict"]
+  """The verdict of `counted`."""
+  return counted(c)["verdict"]
 
 
 def _deviation_cell(c: dict) -> str:
@@ -600,7 +606,7 @@ def landing_figure(claims: list[dict], path) -> None:
   for ax, (title, pcs) in zip(axes[:, 0], panels):
     for y, c in enumerate(reversed(pcs)):
       v = counted_verdict(c)
-      shown = c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c
+      shown = counted(c)
       lo, hi = shown["ci95"]
       ax.plot([lo, hi], [y, y], color=colour[v], lw=2.5, solid_capstyle="butt",
               ls=WELCH_DASH if shown.get("test") == "welch" else "-")
@@ -613,7 +619,7 @@ def landing_figure(claims: list[dict], path) -> None:
         ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(pcs)), [c["id"] + (" (pre-registered)" if "plan_deviation" in c else "")
-                                   + (" (unpaired)" if (c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c).get("test") == "welch" else "")
+                                   + (" (unpaired)" if counted(c).get("test") == "welch" else "")
                                    + (" (exploratory)" if c.get("exploratory") else "") for c in reversed(pcs)], fontsize=10)
     ax.set_ylim(-0.7, len(pcs) - 0.3)
     ax.set_title(title, fontsize=11, loc="left")

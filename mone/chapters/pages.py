@@ -105,7 +105,7 @@ def compact_table(trained: list[dict], doc_prefix: str = "notebooks/") -> str:
     for c in trained:
       if family(c["id"]) != name:
         continue
-      shown = c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c
+      shown = claims_lib.counted(c)
       diff = claims_lib._fmt(shown["measured"], shown.get("unit", "")) + (f" {claims_lib._ci(shown)}" if shown.get("ci95") else "")
       verdict = label[claims_lib.counted_verdict(c)] + (" (pre-registered)" if "plan_deviation" in c else "") \
           + (" (exploratory)" if c.get("exploratory") else "")
