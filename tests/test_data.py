@@ -4,10 +4,13 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
+from mone.data import augment
 from mone.data import digits as digits_lib
 from mone.data import pipeline as ip
+from mone.data import sources
 from mone.data.digits import make_digits, token_mask
 from mone.data.mnist import mnist_pool
+from mone.train import recipes
 
 make_uncached = make_digits.__wrapped__  # determinism claims must not be served by the cache
 
@@ -295,15 +298,15 @@ def test_randaugment_ops_keep_size_and_type():
   from PIL import Image
   rng = np.random.default_rng(0)
   img = Image.fromarray(rng.integers(60, 220, (20, 30, 3), dtype=np.uint8))
-  for op in ip.RANDAUGMENT_OPS:
+  for op in augment.RANDAUGMENT_OPS:
     for level in (0.0, 1.5):
-      out = ip.augment_op(img, op, level, sign=-1)
+      out = augment.augment_op(img, op, level, sign=-1)
       assert out.size == img.size and out.mode == "RGB", op
-  changed = [op for op in ip.RANDAUGMENT_OPS
-             if not np.array_equal(np.asarray(ip.augment_op(img, op, 0.8)), np.asarray(img))]
-  assert set(ip.RANDAUGMENT_OPS) - set(changed) == {"identity"}
+  changed = [op for op in augment.RANDAUGMENT_OPS
+             if not np.array_equal(np.asarray(augment.augment_op(img, op, 0.8)), np.asarray(img))]
+  assert set(augment.RANDAUGMENT_OPS) - set(changed) == {"identity"}
   with pytest.raises(ValueError, match="op"):
-    ip.augment_op(img, "invert", 1.0)
+    augment.augment_op(img, "invert", 1.0)
 
 
 def test_tfds_missing_data_gives_a_clear_error(tmp_path, tfds_dir):
@@ -315,3 +318,8 @@ def test_tfds_missing_data_gives_a_clear_error(tmp_path, tfds_dir):
   assert list(tmp_path.iterdir()) == []  # and nothing was downloaded or built there
   with pytest.raises(ValueError, match="split"):
     ip.TFDSImageSource(tfds_util.NAME, "validation", tfds_dir, 16, train=False)
+
+
+def test_sources_build_the_datasets_a_config_may_name():
+  # The data layer keeps its own list (it imports nothing from training): the two must agree.
+  assert sources.DATASETS == recipes.DATASETS

@@ -7,20 +7,21 @@ optionally `get_batch(indices[, epoch]) -> dict` for speed. `train_batches` and
 
 Training batches are a pure function of (seed, step): epoch e visits the examples in the
 order `default_rng([seed, e]).permutation(n)`, so a run resumed at step k sees exactly the
-batches an uninterrupted run would have seen from step k on.
+batches an uninterrupted run would have seen from step k on. The TFDS images' crops and
+RandAugment are in `augment`; batches are prepared ahead in a thread by `prefetch.Prefetch`.
 """
 import glob
 import inspect
 import io
 import os
-import queue
-import threading
 from concurrent import futures
 
 import numpy as np
-from PIL import Image, ImageEnhance, ImageOps
+from PIL import Image
 
+from mone.data import augment
 from mone.data import digits as digits_lib
+from mone.data.prefetch import Prefetch
 
 _MIXUP_TAG = 0x6D6978  # 'mix': keeps the mixup stream apart from other [seed, ...] streams
 
@@ -120,13 +121,13 @@ class TFDSImageSource:
     img = Image.open(io.BytesIO(record["image"])).convert("RGB")
     if self.train:
       rng = np.random.default_rng([self.seed, epoch, index])
-      img = _inception_crop(img, self.image_size, rng, self.area_range)
+      img = augment.inception_crop(img, self.image_size, rng, self.area_range)
       if rng.random() < 0.5:
         img = img.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
       if self.randaugment:
-        img = randaugment(img, *self.randaugment, rng)
+        img = augment.randaugment(img, *self.randaugment, rng)
     else:
-      img = _resize_and_central_crop(img, self.image_size)
+      img = augment.resize_and_central_crop(img, self.image_size)
     return {"image": np.asarray(img, np.uint8), "label": np.int32(record["label"])}
 
   def __getitem__(self, i: int) -> dict[str, np.ndarray]:
@@ -139,79 +140,6 @@ class TFDSImageSource:
     # PIL releases the GIL while decoding and resizing, so threads do help here.
     examples = list(self._pool.map(self._process, records, indices, [epoch] * len(indices)))
     return {k: np.stack([ex[k] for ex in examples]) for k in examples[0]}
-
-
-# ---------------------------------------------------------- preprocessing ---
-
-def _inception_crop(img, size: int, rng, area_range):
-  """Random crop of area_range of the area, aspect ratio in [3/4, 4/3], resized to size.
-
-  As in Inception (Szegedy et al. 2015); big_vision's `inception_crop` (AugReg) defaults to
-  5% minimum area rather than torchvision's 8%. Falls back to the whole image.
-  """
-  w, h = img.size
-  for _ in range(10):
-    area = w * h * rng.uniform(*area_range)
-    ratio = np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3)))
-    cw, ch = round(np.sqrt(area * ratio)), round(np.sqrt(area / ratio))
-    if 0 < cw <= w and 0 < ch <= h:
-      x, y = rng.integers(w - cw + 1), rng.integers(h - ch + 1)
-      return img.resize((size, size), Image.Resampling.BILINEAR, box=(x, y, x + cw, y + ch))
-  return img.resize((size, size), Image.Resampling.BILINEAR)
-
-
-def _resize_and_central_crop(img, size: int, crop_fraction: float = 0.875):
-  w, h = img.size
-  s = size / crop_fraction / min(w, h)
-  nw, nh = max(size, round(w * s)), max(size, round(h * s))
-  x, y = (nw - size) // 2, (nh - size) // 2
-  return img.resize((nw, nh), Image.Resampling.BILINEAR).crop((x, y, x + size, y + size))
-
-
-RANDAUGMENT_OPS = ("identity", "autocontrast", "equalize", "rotate", "solarize", "color",
-                   "posterize", "contrast", "brightness", "sharpness", "shear_x", "shear_y",
-                   "translate_x", "translate_y")
-
-
-def randaugment(img, num_ops: int, magnitude: float, rng):
-  """RandAugment (Cubuk et al. 2020): num_ops ops drawn uniformly, all at one magnitude."""
-  for _ in range(num_ops):
-    op = RANDAUGMENT_OPS[rng.integers(len(RANDAUGMENT_OPS))]
-    img = augment_op(img, op, magnitude / 10, sign=1 if rng.random() < 0.5 else -1)
-  return img
-
-
-def augment_op(img, op: str, level: float, sign: int = 1):
-  """One RandAugment op at strength `level` (magnitude / 10), as TF/big_vision scales them.
-
-  AugReg's magnitude 15 is thus beyond the nominal maximum 10 (e.g. rotations up to 45
-  degrees). Geometric ops fill the uncovered area with grey (128).
-  """
-  fill, (w, h) = (128, 128, 128), img.size
-  if op == "identity":
-    return img
-  if op == "autocontrast":
-    return ImageOps.autocontrast(img)
-  if op == "equalize":
-    return ImageOps.equalize(img)
-  if op == "rotate":
-    return img.rotate(sign * 30 * level, fillcolor=fill)
-  if op == "solarize":  # inverts pixels >= threshold; a threshold above 255 does nothing
-    return ImageOps.solarize(img, int(256 * level))
-  if op == "posterize":  # TF keeps int(4 * level) bits; at least 1 so it never blanks the image
-    return ImageOps.posterize(img, int(np.clip(4 * level, 1, 8)))
-  enhancers = {"color": ImageEnhance.Color, "contrast": ImageEnhance.Contrast,
-               "brightness": ImageEnhance.Brightness, "sharpness": ImageEnhance.Sharpness}
-  if op in enhancers:
-    return enhancers[op](img).enhance(1.8 * level + 0.1)
-  shift = sign * level * 100 / 224  # TF translates up to 100 px at 224 px: scaled to size
-  shear = sign * 0.3 * level
-  affine = {"shear_x": (1, shear, 0, 0, 1, 0), "shear_y": (1, 0, 0, shear, 1, 0),
-            "translate_x": (1, 0, shift * w, 0, 1, 0),
-            "translate_y": (1, 0, 0, 0, 1, shift * h)}
-  if op in affine:
-    return img.transform(img.size, Image.Transform.AFFINE, affine[op], fillcolor=fill)
-  raise ValueError(f"op must be one of {RANDAUGMENT_OPS}, got {op!r}")
 
 
 # ---------------------------------------------------------------- batches ---
@@ -354,65 +282,3 @@ def eval_batches(source, batch_size: int, prefetch: int = 2, process_index: int 
       yield batch
 
   return Prefetch(batches(), prefetch)
-
-
-class Prefetch:
-  """Runs an iterator in a daemon thread, up to `size` items ahead of the consumer.
-
-  Exceptions in the worker are re-raised in the consumer. close() (or dropping the object)
-  stops the worker; it is a daemon, so it can never block interpreter exit either.
-  """
-
-  def __init__(self, iterator, size: int = 2):
-    self._queue, self._stop, self._done = queue.Queue(max(1, size)), threading.Event(), False
-    # The worker must not hold `self`, or the object could never be collected and stopped.
-    self._thread = threading.Thread(
-        target=_prefetch_worker, args=(iterator, self._queue, self._stop), daemon=True)
-    self._thread.start()
-
-  def __iter__(self):
-    return self
-
-  def __next__(self):
-    item = _END if self._done else self._queue.get()
-    if item is _END or isinstance(item, _Failure):
-      self._done = True
-      self.close()
-      if isinstance(item, _Failure):
-        raise item.error
-      raise StopIteration
-    return item
-
-  def close(self):
-    self._stop.set()
-
-  def __del__(self):
-    self.close()
-
-
-_END = object()
-
-
-class _Failure:  # wraps a worker's exception on its way to the consumer
-
-  def __init__(self, error: BaseException):
-    self.error = error
-
-
-def _prefetch_worker(iterator, q: queue.Queue, stop: threading.Event):
-  def put(item) -> bool:
-    while not stop.is_set():  # polls so that close() is noticed even with a full queue
-      try:
-        q.put(item, timeout=0.1)
-        return True
-      except queue.Full:
-        pass
-    return False
-
-  try:
-    for item in iterator:
-      if not put(item):
-        return
-    put(_END)
-  except BaseException as e:  # pylint: disable=broad-except
-    put(_Failure(e))

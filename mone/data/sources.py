@@ -1,12 +1,19 @@
-"""The (train, test) sources a training config names, and the model input of a batch."""
+"""The (train, test) sources a training config names, and the model input of a batch.
+
+A config here is any object with a training config's data fields (`mone.train.recipes.TrainConfig`
+is the one the package uses): the data layer reads those fields and imports nothing from training.
+"""
 import functools
 from pathlib import Path
 
 from mone import results
-from mone.train import recipes
+from mone.data import digits, pipeline, video
+
+# What data_sources builds: the datasets a config may name (`mone.train.recipes.DATASETS`, the same).
+DATASETS = ("digits", "tfds", "moving_digits", "tfds_video")
 
 
-def check_data(cfg: recipes.TrainConfig):
+def check_data(cfg):
   """A clear error, before anything is written, if a TFDS config has no usable data_dir."""
   if cfg.dataset in ("tfds", "tfds_video"):
     if not cfg.data_dir:
@@ -16,9 +23,8 @@ def check_data(cfg: recipes.TrainConfig):
       raise ValueError(f"config {cfg.name!r}: data_dir={cfg.data_dir!r} is not a directory")
 
 
-def data_sources(cfg: recipes.TrainConfig):
+def data_sources(cfg):
   """(train, test) sources for the config's dataset."""
-  from mone.data import pipeline
   check_data(cfg)
   m = cfg.model
   if cfg.dataset == "digits":
@@ -29,28 +35,25 @@ def data_sources(cfg: recipes.TrainConfig):
                            image_size=m.image_size, seed=cfg.seed)
     return (mk(cfg.train_split, train=True, randaugment=cfg.randaugment),
             mk(cfg.eval_split, train=False))
-  from mone.data import video as video_data
   if cfg.dataset == "moving_digits":
-    return video_data.moving_digits_sources(cfg.video_task, m.num_frames, m.image_size,
-                                            cfg.num_train, cfg.num_test, cfg.data_seed,
-                                            holdout_val=cfg.num_val > 0, noise=cfg.video_noise)
+    return video.moving_digits_sources(cfg.video_task, m.num_frames, m.image_size,
+                                       cfg.num_train, cfg.num_test, cfg.data_seed,
+                                       holdout_val=cfg.num_val > 0, noise=cfg.video_noise)
   if cfg.dataset == "tfds_video":
-    mk = functools.partial(video_data.TFDSVideoSource, cfg.tfds_name, data_dir=cfg.data_dir,
+    mk = functools.partial(video.TFDSVideoSource, cfg.tfds_name, data_dir=cfg.data_dir,
                            num_frames=m.num_frames, stride=cfg.frame_stride, image_size=m.image_size,
                            seed=cfg.seed, flip=cfg.flip)
     return mk(cfg.train_split, train=True), mk(cfg.eval_split, train=False, num_clips=cfg.num_clips)
-  raise ValueError(f"dataset must be one of {recipes.DATASETS}, got {cfg.dataset!r}")
+  raise ValueError(f"dataset must be one of {DATASETS}, got {cfg.dataset!r}")
 
 
-def validation_source(cfg: recipes.TrainConfig):
+def validation_source(cfg):
   """The validation split of a config with one (num_val > 0; embedded datasets only), else None."""
   if cfg.num_val == 0:
     return None
   if cfg.dataset == "moving_digits":
-    from mone.data import video
     return video.moving_digits_val(cfg.video_task, cfg.num_val, cfg.model.num_frames,
                                    cfg.model.image_size, cfg.data_seed, noise=cfg.video_noise)
-  from mone.data import digits, pipeline
   return pipeline.ArraySource(digits.make_digits("val", cfg.num_val, cfg.model.image_size, cfg.data_seed))
 
 
