@@ -8,7 +8,9 @@ import optax
 import pytest
 
 from mone import capacity, flops, results
-from mone.bench import cli, micro, report, timing, workloads
+from mone.bench import cli, correctness, micro, ops, report, targets, timing, workloads
+from mone.bench.groups import families, plan
+from mone.bench.switches import Switch
 from mone.models import config, routing
 
 KEYS = {"workload", "mode", "batch", "model", "e_c", "median_ms", "p25_ms", "p75_ms", "reps",
@@ -160,15 +162,15 @@ def test_targets_hold_only_against_the_fastest_full_width_model():
     return {"workload": "ViT", "mode": "forward", "batch": 8, "model": model, "e_c": e_c, "median_ms": ms,
             "flop_ratio": ratio, "speedup": 100.0 / ms, "efficiency": 100.0 / ms / ratio}
   rows = [row("dense", None, 100.0), row("mone", 0.3, 40.0, 2.78), row("mone", 1.0, 90.0)]
-  checks = {c["e_c"]: c for c in timing.check_targets(rows)}
+  checks = {c["e_c"]: c for c in targets.check_targets(rows)}
   assert np.isclose(checks[0.3]["measured"], 2.5 / 2.78) and checks[0.3]["measured"] >= 0.85
   assert np.isclose(checks[0.3]["strict"], 2.25 / 2.78) and not checks[0.3]["ok"]
   assert checks[1.0]["ok"] and np.isclose(checks[1.0]["strict"], 100 / 90)
-  assert "[0.81 vs the fastest full-width model]" in timing.targets_table([checks[0.3]])
+  assert "[0.81 vs the fastest full-width model]" in targets.targets_table([checks[0.3]])
   rows[2] = row("mone", 1.0, 104.0)  # slower than dense: the dense row stands
-  checks = {c["e_c"]: c for c in timing.check_targets(rows)}
+  checks = {c["e_c"]: c for c in targets.check_targets(rows)}
   assert checks[0.3]["ok"] and checks[0.3]["strict"] == checks[0.3]["measured"]
-  assert "[" not in timing.targets_table([checks[0.3]])
+  assert "[" not in targets.targets_table([checks[0.3]])
 
 
 def test_code_version_is_dirty_only_for_uncommitted_package_code(tmp_path, monkeypatch):
@@ -229,9 +231,9 @@ def _has_field(name):
 
 def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
   out, path = tiny_report
-  fams = report.families(tiny=True)
+  fams = families(tiny=True)
   assert out["complete"] and out["aborted"] is None and out["tiny"]
-  assert out["plan"] == [g.name for g in report.plan(fams, tiny=True)] and set(out["plan"]) == set(out["groups"])
+  assert out["plan"] == [g.name for g in plan(fams, tiny=True)] and set(out["plan"]) == set(out["groups"])
   for name, g in out["groups"].items():
     assert g["status"].startswith("done"), (name, g)
     assert 0 <= g["started_s"] <= g["finished_s"] <= out["elapsed_s"]
@@ -244,7 +246,7 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
     assert switches[name]["available"] == _has_field(field)
 
   rows = out["rows"]
-  for group in (g for g in report.plan(fams, tiny=True) if g.kind == "timing"):
+  for group in (g for g in plan(fams, tiny=True) if g.kind == "timing"):
     sel = [r for r in rows if r["group"] == group.name]
     settings = {r["setting"] for r in sel}
     want = {"default"} | {f"{s['name']}={s['reference']}" for s in out["switches"]
@@ -287,7 +289,7 @@ def test_tiny_report_checks_each_fast_path_against_its_reference(tiny_report):
     assert {(c["model"], c["dtype"]) for c in mine} == {(m, d) for m in ("dense", "mone") for d in ("float32", "bfloat16")}
     for c in mine:
       assert c["status"] == "checked" and c["ok"], c
-      assert c["forward_rel_err"] <= report.TOLERANCE[c["dtype"]] and c["grad_rel_err"] <= report.TOLERANCE[c["dtype"]]
+      assert c["forward_rel_err"] <= correctness.TOLERANCE[c["dtype"]] and c["grad_rel_err"] <= correctness.TOLERANCE[c["dtype"]]
   assert "correctness:" in "\n".join(out["summary"])
 
 
@@ -299,7 +301,7 @@ def test_tiny_report_splits_device_time_by_kind_of_operation(tiny_report):
   assert set(rows) == {(m, n) for m in ("forward", "train") for n in ("dense", "mone")}
   for r in rows.values():
     assert r["status"] == "measured" and r["device_ms_per_run"] > 0 and r["matched_to_hlo_fraction"] > 0.9
-    assert set(r["by_kind_ms"]) == set(report.KINDS)
+    assert set(r["by_kind_ms"]) == set(ops.KINDS)
     assert np.isclose(sum(r["by_kind_ms"].values()), r["device_ms_per_run"], rtol=1e-4)
     assert r["by_kind_ms"]["matmul"] > 0 and r["by_kind_ms"]["attention"] > 0
   # Routing (top-k, sorts, gathers) exists only in MoNE; a dense forward pass has none of it.
@@ -309,7 +311,7 @@ def test_tiny_report_splits_device_time_by_kind_of_operation(tiny_report):
 
 def test_tiny_report_states_every_target(tiny_report):
   out, _ = tiny_report
-  ids = [t[0] for t in report.target_specs(report.families(tiny=True))]
+  ids = [t.id for t in targets.report_targets(families(tiny=True))]
   assert [t["id"] for t in out["targets"]] == ids
   for t in out["targets"]:
     if t["measured"] is None:
@@ -362,7 +364,7 @@ def test_report_groups_option_and_the_watchdog(tmp_path, capsys):
                             row("grad_barrier", "checked", True, 1e-3), row("grad_barrier", "checked", False, 0.5)]
   rep.doc["correctness"] += [row("x", "skipped: budget")]
   live = [s for s in rep.switches if s.name in ("attention", "fused_mlp", "grad_barrier")]
-  rep.disable_broken(live + [report.Switch("x", "a", "b", ("forward",), "config", "")])
+  correctness.disable_broken(rep, live + [Switch("x", "a", "b", ("forward",), "config", "")])
   why = {s["name"]: s.get("disabled") for s in rep.doc["switches"]}
   assert why["attention"].endswith("passed no bfloat16 correctness check (failed: XlaRuntimeError: no cuDNN)")
   assert "largest relative error 0.5, tolerance" in why["fused_mlp"]
@@ -404,9 +406,9 @@ def test_hlo_classification_of_a_compiled_function():
     return my_attention(jnp.take(y, idx, axis=0)).sum() + jax.nn.standardize(y).sum()
 
   compiled = jax.jit(f).lower(jnp.ones((8, 8)), jnp.ones((8, 8))).compile()
-  hlo = report.parse_hlo(compiled.as_text())
+  hlo = ops.parse_hlo(compiled.as_text())
   assert hlo["module"] == "jit_f"
-  kinds = {name: report.classify(name, hlo) for name in hlo["instructions"]}
+  kinds = {name: ops.classify(name, hlo) for name in hlo["instructions"]}
   of = lambda pick: {kinds[n] for n, r in hlo["instructions"].items() if pick(r)}
   assert of(lambda r: r["opcode"] == "dot") == {"matmul"}
   # top-k is a sort, or on the CPU a TopK custom call; the take is a gather.
@@ -415,14 +417,14 @@ def test_hlo_classification_of_a_compiled_function():
   assert "my_attention" in funcs
   assert {kinds[n] for n, r in hlo["instructions"].items() if "my_attention" in r["functions"]} == {"attention"}
   assert {"matmul", "attention", "gather/scatter/sort", "elementwise/normalisation"} <= set(kinds.values())
-  assert report.kind_from_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32") == "matmul"
-  assert report.kind_from_kernel_name("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") == "attention"
+  assert ops.kind_from_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32") == "matmul"
+  assert ops.kind_from_kernel_name("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") == "attention"
 
 
 def test_relative_errors_are_normwise_per_leaf():
   ref = {"a": np.array([3.0, 4.0]), "b": np.array([0.0, 0.0])}
   out = {"a": np.array([3.0, 4.5]), "b": np.array([0.0, 5e-6])}
-  worst, whole = report.rel_errors(out, ref)
+  worst, whole = correctness.rel_errors(out, ref)
   assert np.isclose(worst, 1.0)  # b's reference is zero: measured against 1e-6 x the largest leaf norm (5)
   assert np.isclose(whole, np.hypot(0.5, 5e-6) / 5.0)
-  assert report.rel_errors(ref, ref) == (0.0, 0.0)
+  assert correctness.rel_errors(ref, ref) == (0.0, 0.0)

@@ -25,13 +25,17 @@ The package, one concept a module:
   `image_workload` (ViT) and `video_workload` (the ViViT factorised encoder, MoNE on its
   spatial transformer).
 - `timing`: how. Compiled forward and training steps, round-robin timing, chunk tuning, the rows
-  and their table; `check_targets` turns the rows into this repository's pass/fail targets.
+  and their table.
+- `targets`: the speed targets this repository set, the benchmark's and the GPU report's, and the
+  checks that read them off the rows (`check_targets` for the benchmark's).
 - `micro`: where the time goes. `block_rows` (--block) times one transformer block's forward and
   backward apart, `matmul_rows` (--matmul) each of its projection matmuls alone.
 - `report`: the GPU report (`python -m mone.bench --report`, `make gpu-report`): every GPU speed
-  path (attention implementation, gradient barrier, XLA command buffers) checked against its
-  reference and timed on ViT-B/16 and ViViT-B/16x2, a per-operation time summary and the speed
-  targets, in one budgeted process; `--tiny` runs its code paths on the CPU.
+  path checked against its reference and timed on ViT-B/16 and ViViT-B/16x2, a per-operation time
+  summary and the speed targets, in one budgeted process; `--tiny` runs its code paths on the CPU.
+  Its parts: `switches` (the speed paths), `groups` (what it runs, in which order), `correctness`,
+  `rows` (the timing groups), `ops` (device time by kind of operation, from a profiler trace and
+  the HLO) and `summary`.
 - `cli`: the command line (`python -m mone.bench`) and `measure`, its function form; both write
   the rows to a JSON file under results/bench/, which the book's chapter reads.
 """

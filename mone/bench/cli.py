@@ -11,7 +11,7 @@ import jax
 
 import mone.bench
 from mone import results
-from mone.bench import micro, report, timing, workloads
+from mone.bench import micro, report, targets, timing, workloads
 
 def machine() -> dict:
   cpu = platform.processor() or platform.machine()
@@ -168,7 +168,7 @@ def run(args):
   print(f"{first.name} on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), jax {meta['jax']}, "
         f"load average {meta['load_avg'][0]:.2f}\nbaseline: {first.baseline}")
   baselines = {first.name: first.baseline}
-  targets = lambda rows: timing.check_targets(rows, image.name) if image else []  # the image workload's only
+  checked = lambda rows: targets.check_targets(rows, image.name) if image else []  # the image workload's only
 
   def save(rows, complete=False):  # after every (mode, batch): a kill loses one group at most
     if args.json:
@@ -176,7 +176,7 @@ def run(args):
           "machine": {**meta, "load_avg_end": list(os.getloadavg()),
                       "peak_rss_mib": results.peak_rss_mib()},
           "baseline": first.baseline, "baselines": baselines, "workload": first.name, "args": _recorded(args),
-          "complete": complete, "rows": rows, "targets": targets(rows), **results.provenance()})
+          "complete": complete, "rows": rows, "targets": checked(rows), **results.provenance()})
 
   rows = []
   if image:
@@ -187,9 +187,9 @@ def run(args):
       print(f"baseline: {video.baseline}")
       baselines[video.name] = video.baseline
     timing.bench(video, args.mode, args.video_batch, args.reps, args.chunk, args.tune_reps, on_group=save, rows=rows)
-  checks = targets(rows)
+  checks = checked(rows)
   if checks:
-    print("targets:\n" + timing.targets_table(checks))
+    print("targets:\n" + targets.targets_table(checks))
   if args.json:
     save(rows, complete=True)
     print(f"wrote {args.json}")

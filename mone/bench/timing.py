@@ -185,6 +185,8 @@ def bench(workload: Workload, modes, batches, reps=7, chunk="auto", tune_reps=2,
 
 
 def table(rows) -> str:
+  """The benchmark's rows of one group (`bench`, `micro.block_rows`), one line each, then the
+  load average (the GPU report's rows: `rows.report_table`)."""
   mw = max(8, *(len(r["mode"]) + 1 for r in rows))
   head = (f"{'mode':{mw}s}{'batch':>6s}  {'model':8s}{'e_c':>5s}{'GFLOPs':>8s}{'chunk':>6s}{'median ms':>11s}"
           f"{'p25-p75':>14s}{'speed-up':>10s}{'FLOP ratio':>11s}{'effic.':>8s}  note")
@@ -197,42 +199,3 @@ def table(rows) -> str:
   r0 = rows[0]
   lines.append(f"load average (1 min) {r0['load_1m'][0]:.2f} -> {r0['load_1m'][1]:.2f}")
   return "\n".join(lines)
-
-
-# The issue's targets for MoNE against the dense model, measured in one run (ViT-S/16 on CPU).
-TARGETS = (("forward", 0.3, "efficiency", 0.85), ("forward", 0.5, "efficiency", 0.9),
-           ("train", 0.3, "speedup", 2.0), ("forward", 1.0, "speedup", 0.95), ("train", 1.0, "speedup", 0.95))
-
-
-def check_targets(rows, workload=None) -> list[dict]:
-  """One entry per (target, batch) found in rows: the measured value and whether it holds.
-  speed-up >= 0.95 at e_c = 1.0 is "no more than 5% slower than the dense model".
-
-  A target below e_c = 1.0 holds only if it also holds against the fastest full-width model
-  of its group (`strict`): MoNE at e_c = 1.0 does the dense model's work plus routing, so when
-  its median beats the dense row's, the dense median was inflated by noise or a worse chunk
-  choice, and a ratio taken against it would flatter MoNE."""
-  out = []
-  for mode, e_c, key, need in TARGETS:
-    for r in rows:
-      if (r["model"] == "mone" and r["mode"] == mode and r["e_c"] is not None and abs(r["e_c"] - e_c) < 1e-9
-          and (workload is None or r["workload"] == workload)):
-        strict = r[key]
-        if e_c < 1.0:
-          same = [q for q in rows if (q["workload"], q["mode"], q["batch"]) == (r["workload"], mode, r["batch"])]
-          full = min(q["median_ms"] for q in same if q["model"] == "dense" or (q["model"] == "mone" and q["e_c"] == 1.0))
-          strict = full / r["median_ms"] / (r["flop_ratio"] if key == "efficiency" else 1.0)
-        out.append({"workload": r["workload"], "mode": mode, "batch": r["batch"], "e_c": e_c, "metric": key,
-                    "target": need, "measured": r[key], "strict": strict, "ok": bool(min(r[key], strict) >= need)})
-  return out
-
-
-def targets_table(checks) -> str:
-  """One line per target; where the fastest full-width model was faster than the dense row,
-  the value against it follows in brackets."""
-  def value(c):
-    strict = c.get("strict", c["measured"])
-    return f"{c['measured']:.2f}" + (f" [{strict:.2f} vs the fastest full-width model]" if strict < c["measured"] - 5e-3 else "")
-  return "\n".join(f"{c['workload']:18s} {c['mode']:8s} batch {c['batch']:3d} e_c={c['e_c']:.1f}: {c['metric']} "
-                   f"{value(c)} (target >= {c['target']:.2f}) {'OK' if c['ok'] else 'MISSED'}"
-                   for c in checks)
