@@ -102,7 +102,7 @@ book: figures
 # The HTML from the executed chapters as committed, executing nothing: what `make book` renders
 # after `make figures`, and what the publishing workflow (.github/workflows/book.yml) runs.
 book-html: $(BOOK_STAMP)
-	$(BOOK_VENV)/bin/python -m mone.chapters.claims book/verdicts.md --tables book/claims.md
+	$(BOOK_VENV)/bin/python -m mone.chapters claims book/verdicts.md --tables book/claims.md
 	$(BOOK_VENV)/bin/jupyter-book build --all -W --keep-going book
 
 book-check: book
@@ -145,10 +145,10 @@ EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 # The book's verdict changes against the first small profile (book/changes.md) and at three seeds
 # (book/seed_changes.md) follow the small profile only.
 figures: $(EXECUTED)
-	$(PY) -m mone.chapters.claims $(VERDICTS) --tables $(dir $(VERDICTS))claims.md --figures $(if $(filter small,$(PROFILE)),--readme README.md)
-	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile)
-	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.claims book/seed_plan_changes.md --compare results/three_seeds --kind trained --compare-figure results/seed_plan_changes.png --labels '3 seeds' '5 seeds')
-	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters.devices book/devices.md)
+	$(PY) -m mone.chapters claims $(VERDICTS) --tables $(dir $(VERDICTS))claims.md --figures $(if $(filter small,$(PROFILE)),--readme README.md)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters claims book/first_profile_changes.md --compare results/first_profile)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters claims book/seed_plan_changes.md --compare results/three_seeds --kind trained --compare-figure results/seed_plan_changes.png --labels '3 seeds' '5 seeds')
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters devices book/devices.md)
 
 # In order: a chapter reuses the runs of the chapters before it.
 $(foreach i,$(shell seq 2 $(words $(CHAPTERS))),$(eval $(word $(i),$(EXECUTED)): | $(word $(shell expr $(i) - 1),$(EXECUTED))))

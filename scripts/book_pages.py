@@ -147,11 +147,11 @@ def check_html(docname, file, book_dir, failures):
           failures.add(page, f"image {ref}: {problem}")
 
   if docname.startswith("notebooks/"):
-    # A chapter opens with its verdicts (pasted from claims.show's glued table) before any code
+    # A chapter opens with its verdicts (pasted from verdicts.show's glued table) before any code
     # cell, and shows no warning that a reader has to scroll past.
     table, cell = text.find("<table"), text.find('class="cell ')
     if table < 0 or ">Verdict<" not in text[table:text.find("</table>", table)]:
-      failures.add(page, "no verdict table (the chapter's claims.json, glued by claims.show)")
+      failures.add(page, "no verdict table (the chapter's claims.json, glued by verdicts.show)")
     elif 0 <= cell < table:
       failures.add(page, "a code cell comes before the verdict table")
     if 'class="output stderr"' in text:

@@ -17,7 +17,7 @@ compilation and evaluation included). Each worker takes the next run no other wo
 precision "highest", full float32 as the CPU computes them (JAX's GPU default may use TF32);
 MONE_MATMUL_PRECISION overrides it (`matmul_precision`), and every run file records it.
 The repository's seed plan trains on the CPU (its amendment: every paired difference the chapters
-read is between two CPU runs), so on a GPU the queue refuses it (`plan.trains_on`) unless told
+read is between two CPU runs), so on a GPU the queue refuses it (`seed_plans.trains_on`) unless told
 --allow-gpu. A results folder of one's own holds no plan and trains anywhere, e.g. the whole
 profile retrained on one GPU:
 
@@ -53,7 +53,7 @@ import subprocess
 import time
 
 from mone import results
-from mone.chapters import experiments, plan
+from mone.chapters import devices, experiments, plan, run_times, seed_plans
 from mone.train import loop
 
 
@@ -172,7 +172,7 @@ def finished_runs(twins: bool) -> tuple[dict, list[dict]]:
   """(this folder's run files by file name, the run files that time the queue's runs): the latter
   are the other folder's first (the CPU twins time the configs that first trained on a GPU; MoD has
   no other CPU run), then this folder's, so that a config's own run here wins where both have one
-  (`plan.estimate_seconds`). Each file is read once."""
+  (`run_times.estimate_seconds`). Each file is read once."""
   def read(folder):
     return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
   others = results.RESULTS / "runs" if twins else experiments.results_root() / plan.TWINS / "runs"
@@ -197,7 +197,7 @@ def main():
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
   ap.add_argument("--allow-gpu", action="store_true",
-                  help="train on this machine's GPU even where the seed plan says CPU (plan.trains_on); its paired "
+                  help="train on this machine's GPU even where the seed plan says CPU (seed_plans.trains_on); its paired "
                        "differences then cross devices")
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   args = ap.parse_args()
@@ -225,7 +225,7 @@ def main():
     candidates = plan.runs()
   # The seed plan's amendment keeps every paired difference on the CPU: a planned run trained on a
   # GPU would cross devices again. A worker inherits the check from the queue that started it.
-  cpu_only = args.twins or plan.trains_on(experiments.results_root()) == "cpu"
+  cpu_only = args.twins or seed_plans.trains_on(experiments.results_root()) == "cpu"
   if cpu_only and gpu and args.worker is None and not (args.list or args.allow_gpu):
     ap.error("this machine has a GPU, and the seed plan trains its runs on the CPU (results/seed_plan.json's "
              "amendment: every paired difference between two CPU runs): set JAX_PLATFORMS=cpu, train into a "
@@ -252,23 +252,23 @@ def main():
       else:  # 'at step K' where its workdir logged steps, else 'to do'
         step = last_step(cfg)
         state = "to do" if step is None else f"at step {step}"
-        estimate = seconds_left(cfg, plan.estimate_seconds(cfg, finished), step)
+        estimate = seconds_left(cfg, run_times.estimate_seconds(cfg, finished), step)
         left += estimate or 0.0
         unknown += estimate is None
         when = "? h" if estimate is None else f"~{estimate / 3600:.1f} h" + ("" if step is None else " left")
       print(f"{i:2d} {state:14s} {when:>16s} {experiments.run_path(cfg).name:42s} {label}")
     todo = len(runs) - len(done)
     print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
-          f"(from finished CPU runs of the same config at another seed, else of its name and kind: plan.estimate_seconds; "
+          f"(from finished CPU runs of the same config at another seed, else of its name and kind: run_times.estimate_seconds; "
           f"{unknown} more without such a run yet)")
-    print("\nWhere the finished runs trained:\n" + plan.device_table(done))
-    full = plan.recompute_seconds(runs, finished)
+    print("\nWhere the finished runs trained:\n" + devices.device_table(done))
+    full = run_times.recompute_seconds(runs, finished)
     total = full["measured"] + full["estimated"]
     print(f"Retraining all {len(runs)} on this CPU (-p recompute True, or this queue from scratch): about {total / 3600:.0f} h of "
           f"training, most of it timed on one core per run (about {total / 7200:.0f} h of wall time on two workers, "
           f"--workers 2 --pin-cores): {full['measured'] / 3600:.1f} h measured by the "
           f"{full['runs_measured']} runs trained here on the CPU, {full['estimated'] / 3600:.1f} h estimated for the "
-          f"{full['runs_estimated']} others (plan.recompute_seconds)" + (f"; {full['runs_unknown']} without an estimate" if full["runs_unknown"] else ""))
+          f"{full['runs_estimated']} others (run_times.recompute_seconds)" + (f"; {full['runs_unknown']} without an estimate" if full["runs_unknown"] else ""))
     return
   tag = "" if args.worker is None else f"worker {args.worker}: "
   logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")
@@ -278,7 +278,7 @@ def main():
   runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
   if args.order == "longest":
     _, finished = finished_runs(args.twins)
-    runs = longest_first(runs, [seconds_left(c, plan.estimate_seconds(c, finished), last_step(c)) for _, c in runs])
+    runs = longest_first(runs, [seconds_left(c, run_times.estimate_seconds(c, finished), last_step(c)) for _, c in runs])
   trained = 0
   while not args.max_runs or trained < args.max_runs:
     if (taken := next_run(runs)) is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from mone.chapters import claims
+from mone.chapters import claims, verdicts
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9]*.ipynb"))
@@ -82,5 +82,5 @@ def check_smoke_run(notebook: Path, smoke_env: Path):
   chapter_claims = claims.check(json.loads((results / "claims.json").read_text()))
   assert chapter_claims and {c["verdict"] for c in chapter_claims} <= set(claims.VERDICTS)
   glued = [o for c in executed.cells for o in c.get("outputs", []) if o.get("metadata", {}).get("scrapbook", {}).get("name") == "verdicts"]
-  assert len(glued) == 1 and all(c["id"] in glued[0]["data"][claims.GLUE_PREFIX + "text/markdown"] for c in chapter_claims)
+  assert len(glued) == 1 and all(c["id"] in glued[0]["data"][verdicts.GLUE_PREFIX + "text/markdown"] for c in chapter_claims)
   assert "remove-cell" in next(c for c in executed.cells if c.id == run_notebook.INJECTED_ID).metadata.tags

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claims
+from mone.chapters import claim_plots, claims, cli, pages, significance, stats, verdicts
 
 
 def _seeds(values):
@@ -17,12 +17,12 @@ def _seeds(values):
 
 def test_paired_ci_is_the_t_interval():
   d = [1.0, 2.0, 4.0, 3.0]
-  mean, lo, hi = claims.paired_ci(d)
+  mean, lo, hi = stats.paired_ci(d)
   half = scipy.stats.t.ppf(0.975, 3) * np.std(d, ddof=1) / 2
   assert mean == pytest.approx(2.5) and lo == pytest.approx(2.5 - half) and hi == pytest.approx(2.5 + half)
-  assert np.isnan(claims.paired_ci([1.0])[1])
+  assert np.isnan(stats.paired_ci([1.0])[1])
   with pytest.raises(ValueError, match="diffs"):
-    claims.paired_ci([])
+    stats.paired_ci([])
 
 
 def test_a_clear_win_is_reproduced_for_beats():
@@ -43,7 +43,7 @@ def test_a_tie_within_tolerance_matches_and_does_not_beat():
 def test_a_difference_inside_the_noise_is_inconclusive():
   # Mean gap +2 with a seed spread of 8 points: the CI is far wider than the tolerance.
   mone, base = _seeds([60.0, 52.0, 58.0]), _seeds([54.0, 56.0, 54.0])
-  for relation in claims.RELATIONS:
+  for relation in stats.RELATIONS:
     c = claims.trained("x.n", "c", "p", mone, base, relation=relation, tolerance=1.0)
     assert c["verdict"] == "inconclusive", relation
     assert c["ci95"][0] < -1 and c["ci95"][1] > 1
@@ -79,9 +79,9 @@ def test_no_worse_and_matches_differ_on_a_clear_gain():
 
 def test_decide_rejects_bad_input():
   with pytest.raises(ValueError, match="relation must be one of"):
-    claims.decide("equals", -1, 1, 1)
+    stats.decide("equals", -1, 1, 1)
   with pytest.raises(ValueError, match="tolerance must be >= 0"):
-    claims.decide("beats", -1, 1, -0.5)
+    stats.decide("beats", -1, 1, -0.5)
 
 
 def test_arithmetic_and_timing():
@@ -99,7 +99,7 @@ def test_timing_within_its_margin_is_inconclusive():
   assert claims.timing("t.n", "c", "-", 0.8349, target=0.90)["verdict"] == "not reproduced"  # no margin: as before
   assert claims.timing("t.f", "c", "-", 0.71, target=0.85, margin=0.10)["verdict"] == "not reproduced"
   assert claims.timing("t.o", "c", "-", 1.072, target=0.95, margin=0.10)["verdict"] == "reproduced"
-  assert "one run cannot settle it" in claims.markdown_table([near])
+  assert "one run cannot settle it" in verdicts.markdown_table([near])
   with pytest.raises(ValueError, match="margin must be in"):
     claims.timing("t.x", "c", "-", 0.9, target=0.9, margin=1.5)
   with pytest.raises(ValueError, match="target must be > 0"):
@@ -109,7 +109,7 @@ def test_timing_within_its_margin_is_inconclusive():
 def test_claims_keep_four_significant_digits():
   c = claims.arithmetic("a.d", "c", 1.0, 1.0000000012345, tolerance=0.1)
   assert c["measured"] == 1.0
-  assert claims._round(0.012345678) == 0.01235 and claims._round([123456.7]) == [123500.0]
+  assert claims.rounded(0.012345678) == 0.01235 and claims.rounded([123456.7]) == [123500.0]
 
 
 def test_at_flops_interpolates_only_inside_the_curve():
@@ -128,7 +128,7 @@ def test_write_load_and_render(tmp_path, monkeypatch):
   assert list(loaded) == ["09_figure9"] and [c["id"] for c in loaded["09_figure9"]] == ["fig9.a", "fig9.b"]
   for field in claims.FIELDS:
     assert field in loaded["09_figure9"][0]
-  page = claims.tables_page()
+  page = pages.tables_page()
   assert "[`fig9.a`](notebooks/09_figure9.ipynb)" in page and "[`fig9.b`](notebooks/09_figure9.ipynb)" in page  # plain Markdown
   assert "MoNE \\| wins" in page  # a pipe in a claim does not break the table
   assert "1 reproduced, 1 not testable" in page
@@ -141,14 +141,14 @@ def test_caveats_print_under_their_chapter_on_the_landing_page(tmp_path, monkeyp
   path = claims.write_caveats(["The task does not separate the widths (1.7 points, the bar is 5)."], "09_figure9")
   assert path == tmp_path / "09_figure9" / "caveats.json"
   assert claims.load_caveats() == {"09_figure9": ["The task does not separate the widths (1.7 points, the bar is 5)."]}
-  page = claims.tables_page()
+  page = pages.tables_page()
   caveat = "> **Caveat.** The task does not separate the widths (1.7 points, the bar is 5).\n"
   assert page.count("> **Caveat.**") == 1
   # Under its own chapter's heading, above that chapter's table, not under the other chapter.
   assert page.index("09_figure9.ipynb)**") < page.index(caveat) < page.index("[`fig9.a`]")
   assert page.index("[`fig8.a`]") < page.index("09_figure9.ipynb)**")
   claims.write_caveats([], "09_figure9")  # the caveat no longer holds: it leaves the page
-  assert "Caveat" not in claims.tables_page()
+  assert "Caveat" not in pages.tables_page()
   for bad in ("one sentence", [""], [3]):
     with pytest.raises(ValueError, match="caveats must be a list of non-empty sentences"):
       claims.write_caveats(bad, "09_figure9")
@@ -161,9 +161,9 @@ def test_the_chapters_glued_table_opens_with_its_caveats(tmp_path, monkeypatch):
   glued = []
   monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: glued.append(obj))
   cs = [claims.arithmetic("fig9.a", "c", 1.0, 1.0)]
-  claims.show(cs, "09_figure9")
+  verdicts.show(cs, "09_figure9")
   claims.write_caveats(["Barely separated."], "09_figure9")
-  claims.show(cs, "09_figure9")
+  verdicts.show(cs, "09_figure9")
   (before,), (after,) = ([v for k, v in g.items() if k.endswith("text/markdown")] for g in glued)
   assert "Caveat" not in before and after.startswith("> **Caveat.** Barely separated.\n\n| Verdict |")
 
@@ -184,13 +184,11 @@ def test_check_refuses_malformed_claims():
 def test_committed_landing_page_is_generated_from_the_committed_claims():
   from mone import results
   page = results.REPO / "book" / "verdicts.md"
-  figure = "../results/landing.png" if (results.RESULTS / claims.LANDING_FIGURE).exists() else None
-  from mone.chapters import pages
-  assert page.read_text() == pages.landing(results.RESULTS, figure), "run `python -m mone.chapters.claims book/verdicts.md`"
-  assert (results.REPO / "book" / "claims.md").read_text() == claims.tables_page(results.RESULTS), \
-      "run `python -m mone.chapters.claims book/verdicts.md --tables book/claims.md`"
+  figure = "../results/landing.png" if (results.RESULTS / pages.LANDING_FIGURE).exists() else None
+  assert page.read_text() == pages.landing(results.RESULTS, figure), "run `python -m mone.chapters claims book/verdicts.md`"
+  assert (results.REPO / "book" / "claims.md").read_text() == pages.tables_page(results.RESULTS), \
+      "run `python -m mone.chapters claims book/verdicts.md --tables book/claims.md`"
   # The claims files carry the family-wise view of every chapter together (written by that command).
-  from mone.chapters import significance
   assert claims.load(results.RESULTS) == significance.annotate(claims.load(results.RESULTS))
   # Every chapter of the book has its claims.
   chapters = sorted(p.stem for p in (results.REPO / "notebooks").glob("[0-9]*.ipynb"))
@@ -201,15 +199,15 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   assert sorted(claims.load(first)) == chapters
   changes = (results.REPO / "book" / "first_profile_changes.md").read_text()
   annotated = lambda root: significance.annotate(claims.load(root))  # as the page's command reads them
-  assert changes == claims.changes(annotated(first), annotated(results.RESULTS)), \
-      "run `python -m mone.chapters.claims book/first_profile_changes.md --compare results/first_profile`"
+  assert changes == pages.changes(annotated(first), annotated(results.RESULTS)), \
+      "run `python -m mone.chapters claims book/first_profile_changes.md --compare results/first_profile`"
   # So is the page of verdicts at three seeds beside today's, over the trained claims. Until the seed
   # plan's runs are read, the chapters decide from seeds 0-2 and the kept three-seed claims are
   # theirs: a claim's test or wording changed before then is changed there too.
   three = claims.of_kind(annotated(results.RESULTS / "three_seeds"), "trained")
   now = claims.of_kind(annotated(results.RESULTS), "trained")
-  assert (results.REPO / "book" / "seed_plan_changes.md").read_text() == claims.changes(three, now), \
-      "run `python -m mone.chapters.claims book/seed_plan_changes.md --compare results/three_seeds --kind trained`"
+  assert (results.REPO / "book" / "seed_plan_changes.md").read_text() == pages.changes(three, now), \
+      "run `python -m mone.chapters claims book/seed_plan_changes.md --compare results/three_seeds --kind trained`"
   from mone.chapters import plan
   if not plan.single_device():
     assert claims.load(results.RESULTS / "three_seeds") == claims.load(results.RESULTS), "the chapters still read seeds 0-2: copy results/<chapter>/claims.json into results/three_seeds/"
@@ -221,16 +219,16 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
 def test_downloads_link_every_file_of_the_chapter_from_the_book_pages(tmp_path, monkeypatch):
   from mone import results
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "elsewhere"))
-  assert claims.downloads("03_fig") == ""  # smoke runs and tests: no links, no private paths
+  assert verdicts.downloads("03_fig") == ""  # smoke runs and tests: no links, no private paths
   monkeypatch.setattr(results, "RESULTS", tmp_path / "results")
   monkeypatch.delenv("MONE_RESULTS_DIR")
   (tmp_path / "results" / "03_fig").mkdir(parents=True)
   for name in ("points.csv", "claims.json", ".claims.json.tmp"):
     (tmp_path / "results" / "03_fig" / name).write_text("x")
-  line = claims.downloads("03_fig", book_dir=tmp_path / "book" / "notebooks")
+  line = verdicts.downloads("03_fig", book_dir=tmp_path / "book" / "notebooks")
   assert line == ("Files of this chapter (`results/03_fig/`): {download}`claims.json <../../results/03_fig/claims.json>`"
                   " · {download}`points.csv <../../results/03_fig/points.csv>`\n")
-  assert claims.downloads("nothing_here") == ""
+  assert verdicts.downloads("nothing_here") == ""
 
 
 def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(tmp_path):
@@ -240,7 +238,7 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
   new = {"03_figure3": [claims.trained("fig3.a", "c", "p", _seeds([3.0, 4.0, 5.0]), relation="beats", tolerance=0.0),
                         claims.arithmetic("fig3.b", "c", "p", 2.1, at_least=1.8),
                         claims.trained("fig3.new", "c", "p", _seeds([-3.0, -4.0, -5.0]), relation="beats", tolerance=0.0)]}
-  table = claims.changes(old, new)
+  table = pages.changes(old, new)
   assert table.startswith("4 claims, 3 with a different verdict.")
   rows = {line.split(" | ")[0][3:-1]: line for line in table.splitlines() if line.startswith("| `")}
   assert list(rows) == ["fig3.a", "fig3.b", "fig3.new", "fig6.gone"]
@@ -248,13 +246,13 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
   assert rows["fig3.a"].endswith("| **changed** |") and rows["fig3.b"].endswith("| same |")
   assert "| (no such claim) | **not reproduced**" in rows["fig3.new"] and "| (no such claim) | **changed** |" in rows["fig6.gone"]
   with pytest.raises(ValueError, match="more than one chapter"):
-    claims.changes({**old, "07_figure7": old["03_figure3"]}, {})
+    pages.changes({**old, "07_figure7": old["03_figure3"]}, {})
   # A verdict that changed because the claim's test changed (here a timing margin) says so; a reworded claim too.
-  retest = claims.changes({"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95)]},
+  retest = pages.changes({"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95)]},
                           {"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95, margin=0.1)]})
   assert retest.startswith("1 claims, 1 with a different verdict, 1 of them because the claim's test changed.")
   assert retest.splitlines()[-1].endswith("| **changed** (the test changed) |")
-  reword = claims.changes({"08": [claims.timing("s.t", "c", "p", 1.0, target=0.95)]},
+  reword = pages.changes({"08": [claims.timing("s.t", "c", "p", 1.0, target=0.95)]},
                           {"08": [claims.timing("s.t", "c2", "p", 1.0, target=0.95)]})
   assert reword.startswith("1 claims, 0 with a different verdict.") and reword.splitlines()[-1].endswith("| same (reworded) |")
   # the command line, between two results folders
@@ -262,11 +260,10 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
     for chapter, cs in chapters.items():
       (tmp_path / root / chapter).mkdir(parents=True)
       (tmp_path / root / chapter / "claims.json").write_text(json.dumps(cs))
-  claims.main([str(tmp_path / "changes.md"), "--results", str(tmp_path / "new"), "--compare", str(tmp_path / "old")])
-  from mone.chapters import significance  # the command annotates both sides with today's p-values and power
-  assert (tmp_path / "changes.md").read_text() == claims.changes(significance.annotate(old), significance.annotate(new))
+  cli.main(["claims", str(tmp_path / "changes.md"), "--results", str(tmp_path / "new"), "--compare", str(tmp_path / "old")])
+  assert (tmp_path / "changes.md").read_text() == pages.changes(significance.annotate(old), significance.annotate(new))
   with pytest.raises(SystemExit, match="no \\*/claims.json"):
-    claims.main([str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])
+    cli.main(["claims", str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])
 
 
 def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tmp_path):
@@ -280,17 +277,16 @@ def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tm
   png = tmp_path / "changes.png"
   argv = [str(tmp_path / "changes.md"), "--results", str(tmp_path / "new"), "--compare", str(tmp_path / "old"),
           "--compare-figure", str(png), "--labels", "3 seeds", "5 seeds"]
-  claims.main(argv)
+  cli.main(["claims", *argv])
   first = png.read_bytes()
-  from mone.chapters import significance
-  assert first.startswith(b"\x89PNG") and (tmp_path / "changes.md").read_text() == claims.changes(
+  assert first.startswith(b"\x89PNG") and (tmp_path / "changes.md").read_text() == pages.changes(
       significance.annotate(three), significance.annotate(five))
-  claims.main(argv)
+  cli.main(["claims", *argv])
   assert png.read_bytes() == first  # the same claims draw the same bytes
   with pytest.raises(ValueError, match="no trained claim has an interval in both"):  # one seed: no interval
-    claims.compare_figure({"03": three["03"][1:]}, {"03": five["03"][1:]}, png, "a", "b")
+    claim_plots.compare_figure({"03": three["03"][1:]}, {"03": five["03"][1:]}, png, "a", "b")
   with pytest.raises(SystemExit):
-    claims.main([str(tmp_path / "x.md"), "--compare-figure", str(png)])
+    cli.main(["claims", str(tmp_path / "x.md"), "--compare-figure", str(png)])
 
 
 def test_the_landing_answer_counts_kinds_apart_and_leads_with_the_headline():
@@ -299,37 +295,35 @@ def test_the_landing_answer_counts_kinds_apart_and_leads_with_the_headline():
              claims.trained("b", "beats", "p", {0: 5.0, 1: 5.2, 2: 4.9}, relation="beats", tolerance=0.0)]
   other = [claims.arithmetic("c", "flops", 2.0, 2.2, at_least=1.8),
            claims.timing("d", "fast", 2.0, 1.0, target=2.0) if hasattr(claims, "timing") else claims.arithmetic("d", "x", 1.0, 0.5)]
-  from mone.chapters import significance
   everything = [c for cs in significance.annotate({"ch": trained + other}).values() for c in cs]
-  tally = claims.counts_by_kind(everything)
+  tally = verdicts.counts_by_kind(everything)
   assert tally.startswith("Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2")
   assert "Arithmetic checks" in tally and tally.index("Trained") < tally.index("Arithmetic")
-  text = claims.answer(everything)
+  text = pages.answer(everything)
   assert text.startswith("Of the paper's 2 claims that need trained models, this profile reproduces 1, rules out 0 and leaves 1 open")
   assert '"MoNE matches ViT"' in text and "95% CI" in text
 
 
 def test_replace_block_rewrites_only_between_the_markers(tmp_path):
   text = "# T\n<!-- answer:start -->\nold\n<!-- answer:end -->\nrest\n"
-  assert claims.replace_block(text, "new\n") == "# T\n<!-- answer:start -->\nnew\n<!-- answer:end -->\nrest\n"
-  assert claims.replace_block("no markers\n", "new") == "no markers\n"
+  assert pages.replace_block(text, "new\n") == "# T\n<!-- answer:start -->\nnew\n<!-- answer:end -->\nrest\n"
+  assert pages.replace_block("no markers\n", "new") == "no markers\n"
   readme = tmp_path / "README.md"
   readme.write_text(text)
   from mone import results
   import shutil
   shutil.copytree(results.RESULTS, tmp_path / "results", ignore=shutil.ignore_patterns("runs", "weights", "*.png", "*.svg", "bench", "device_twins"))
-  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
+  cli.main(["claims", str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   got = readme.read_text()
   assert got.startswith("# T\n<!-- answer:start -->\n![") and got.endswith("<!-- answer:end -->\nrest\n") and "**Accuracy per FLOP**" in got
   assert "[book/claims.md](book/claims.md)" in got and "{doc}" not in got
   page = (tmp_path / "v.md").read_text()
   before = page
-  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
+  cli.main(["claims", str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   assert (tmp_path / "v.md").read_text() == before  # a rerun changes nothing
 
 
 def test_the_landing_answers_by_family_and_says_which_way_the_open_claims_point(tmp_path):
-  from mone.chapters import pages, significance
   cs = [claims.trained("fig3.mone_beats_matvit", "c", "p", _seeds([-1.0, -2.5, 0.4, -1.5, -2.0]), relation="beats", tolerance=0.0),
         claims.trained("table1.mone04_vs_greedy", "c", "p", _seeds([2.0, 3.0, 1.0, 2.5, 1.5]), relation="beats", tolerance=0.0),
         claims.trained("fig5.images.x", "c", "p", _seeds([40.0, 44.0, 48.0]), relation="beats", tolerance=0.0)]
@@ -346,14 +340,14 @@ def test_the_tallies_count_each_kind_of_claim_apart_on_the_landing_page_and_in_e
   cs = [claims.trained("fig9.a", "c", "p", _seeds([3.0, 4.0, 5.0]), relation="beats", tolerance=0.0),
         claims.trained("fig9.b", "c", "p", _seeds([3.0, -4.0, 5.0]), relation="beats", tolerance=0.0),
         claims.arithmetic("fig9.c", "c", 1.0, 1.0), claims.timing("fig9.d", "c", "-", 0.5, target=0.9)]
-  assert claims.chapter_counts(cs) == "trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced"
-  assert claims.chapter_counts(cs[2:]) == "arithmetic: 1 reproduced; timing: 1 not reproduced"  # kinds it lacks: left out
-  tally = claims.counts_by_kind(cs)
+  assert verdicts.chapter_counts(cs) == "trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced"
+  assert verdicts.chapter_counts(cs[2:]) == "arithmetic: 1 reproduced; timing: 1 not reproduced"  # kinds it lacks: left out
+  tally = verdicts.counts_by_kind(cs)
   assert tally == ("Trained comparisons (2): 1 reproduced, 1 inconclusive. "
                    "Arithmetic checks (1; they hold by construction: FLOPs, budgets): 1 reproduced. "
                    "Timing targets (1; set by this repository, not by the paper): 1 not reproduced.")
   claims.write(cs, "09_figure9")
-  page = claims.tables_page()
+  page = pages.tables_page()
   assert "09_figure9.ipynb)**: trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced\n" in page
   assert "Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2 with 3 or more seeds" in page
 
@@ -362,31 +356,31 @@ def test_welch_ci_is_scipys_unpaired_interval():
   rng = np.random.default_rng(1)
   for na, nb in ((3, 3), (4, 7), (2, 5)):
     a, b = rng.normal(70, 2, na), rng.normal(68, 5, nb)
-    mean, low, high = claims.welch_ci(a, b)
+    mean, low, high = stats.welch_ci(a, b)
     ref = scipy.stats.ttest_ind(a, b, equal_var=False)
     assert mean == pytest.approx(a.mean() - b.mean())
     assert (low, high) == pytest.approx(tuple(ref.confidence_interval(0.95)))
-    assert claims.welch(a, b)[2] == pytest.approx(ref.df)
-    assert claims.welch_ci(a, b, level=0.9)[1:] == pytest.approx(tuple(ref.confidence_interval(0.9)))
-  assert claims.welch_ci([1.0, 1.0], [0.0, 0.0]) == (1.0, 1.0, 1.0)  # no spread: a point
-  assert np.isnan(claims.welch_ci([1.0], [0.0, 2.0])[1])
+    assert stats.welch(a, b)[2] == pytest.approx(ref.df)
+    assert stats.welch_ci(a, b, level=0.9)[1:] == pytest.approx(tuple(ref.confidence_interval(0.9)))
+  assert stats.welch_ci([1.0, 1.0], [0.0, 0.0]) == (1.0, 1.0, 1.0)  # no spread: a point
+  assert np.isnan(stats.welch_ci([1.0], [0.0, 2.0])[1])
   with pytest.raises(ValueError, match="a and b must be non-empty"):
-    claims.welch_ci([], [1.0])
+    stats.welch_ci([], [1.0])
   with pytest.raises(ValueError, match="at least 2 numbers"):
-    claims.welch([1.0], [1.0, 2.0])
+    stats.welch([1.0], [1.0, 2.0])
 
 
 def test_welch_se_df_from_variances_and_counts():
   # With n values per arm the Welch-Satterthwaite df is (n - 1)(va + vb)^2 / (va^2 + vb^2): between
   # n - 1 (one arm holds all the spread) and 2n - 2 (equal spreads).
-  se, df = claims.welch_se_df(4.0, 5, 1.0, 5)
+  se, df = stats.welch_se_df(4.0, 5, 1.0, 5)
   assert se == pytest.approx(math.sqrt(5 / 5))
   assert df == pytest.approx(4 * 25 / 17)
-  assert claims.welch_se_df(2.0, 6, 2.0, 6)[1] == pytest.approx(10.0)
-  assert claims.welch_se_df(3.0, 6, 0.0, 6)[1] == pytest.approx(5.0)
-  assert claims.welch_se_df(0.0, 3, 0.0, 4) == (0.0, 5.0)
+  assert stats.welch_se_df(2.0, 6, 2.0, 6)[1] == pytest.approx(10.0)
+  assert stats.welch_se_df(3.0, 6, 0.0, 6)[1] == pytest.approx(5.0)
+  assert stats.welch_se_df(0.0, 3, 0.0, 4) == (0.0, 5.0)
   with pytest.raises(ValueError, match="n_a and n_b must be at least 2, got 1 and 3"):
-    claims.welch_se_df(1.0, 1, 1.0, 3)
+    stats.welch_se_df(1.0, 1, 1.0, 3)
 
 
 def test_each_family_of_claims_is_paired_or_not_by_its_design():
@@ -406,26 +400,26 @@ def test_a_claim_records_its_interval_its_arms_and_their_correlation():
   assert c["test"] == "paired" and c["test_why"] == claims.pairing("fig3.x")[1]
   assert c["per_seed_mone"] == list(mone.values()) and c["per_seed_baseline"] == list(base.values())
   assert c["arm_correlation"] == pytest.approx(np.corrcoef(list(mone.values()), list(base.values()))[0, 1], abs=1e-4)
-  assert c["ci95"] == pytest.approx(list(claims.paired_ci(np.subtract(list(mone.values()), list(base.values())))[1:]), abs=1e-3)
+  assert c["ci95"] == pytest.approx(list(stats.paired_ci(np.subtract(list(mone.values()), list(base.values())))[1:]), abs=1e-3)
   # The unpaired family: Welch's interval over the same seeds, and the verdict it gives.
   w = claims.trained("fig5.video_gentler_than_images", "c", "p", mone, base, relation="matches", tolerance=1.0)
-  _, low, high = claims.welch_ci(list(mone.values()), list(base.values()))
+  _, low, high = stats.welch_ci(list(mone.values()), list(base.values()))
   assert w["test"] == "welch" and w["ci95"] == pytest.approx([low, high], abs=1e-3)
-  assert w["verdict"] == claims.decide("matches", low, high, 1.0) and w["measured"] == pytest.approx(c["measured"])
-  assert "(Welch, unpaired)" in claims.markdown_table([w]) and "(Welch" not in claims.markdown_table([c])
+  assert w["verdict"] == stats.decide("matches", low, high, 1.0) and w["measured"] == pytest.approx(c["measured"])
+  assert "(Welch, unpaired)" in verdicts.markdown_table([w]) and "(Welch" not in verdicts.markdown_table([c])
   # Given only its differences, the unpaired family is decided paired, and says so.
   d = claims.trained("fig5.video_gentler_than_images", "c", "p", _seeds([1.0, 2.0, 3.0]), relation="beats", tolerance=0.0)
   assert d["test"] == "paired" and "still decided paired" in d["test_why"] and d["ci95"] == pytest.approx(
-      list(claims.paired_ci([1.0, 2.0, 3.0])[1:]), abs=1e-3)
+      list(stats.paired_ci([1.0, 2.0, 3.0])[1:]), abs=1e-3)
   # Differences alone carry no arms; fewer than 3 seeds or an arm that does not vary: no correlation.
   assert "arm_correlation" not in claims.trained("fig3.y", "c", "p", _seeds([1.0, 2.0, 3.0]), relation="beats", tolerance=0.0)
-  assert claims.arm_correlation([1.0, 2.0], [2.0, 1.0]) is None and claims.arm_correlation([1.0, 2.0, 3.0], [5.0] * 3) is None
-  assert claims.arm_correlation([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+  assert stats.arm_correlation([1.0, 2.0], [2.0, 1.0]) is None and stats.arm_correlation([1.0, 2.0, 3.0], [5.0] * 3) is None
+  assert stats.arm_correlation([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
   # The landing page says which claims are unpaired, and why, and the arms' median correlation.
-  text = claims.pairing_sentence([c, w])
+  text = pages.pairing_sentence([c, w])
   assert "Welch's unpaired interval for `fig5.video_gentler_than_images`, since image and video models" in text
   assert f"median r of {np.median([c['arm_correlation'], w['arm_correlation']]):+.2f} over the 2 claims" in text
-  assert "still decided paired" not in text and "still decided paired" in claims.pairing_sentence([c, d])
+  assert "still decided paired" not in text and "still decided paired" in pages.pairing_sentence([c, d])
 
 
 def test_a_seed_pairs_the_video_arms_and_the_router_variants_too():
@@ -470,10 +464,10 @@ def test_the_readme_is_left_alone_without_its_markers(tmp_path, capsys):
   readme = tmp_path / "README.md"
   readme.write_text("# MoNE\n\nNo answer block here.\n")
   stamp = readme.stat().st_mtime_ns
-  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
+  cli.main(["claims", str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   assert readme.read_text() == "# MoNE\n\nNo answer block here.\n" and readme.stat().st_mtime_ns == stamp
   assert capsys.readouterr() == ("", "")
-  claims.main([str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(tmp_path / "missing.md")])
+  cli.main(["claims", str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(tmp_path / "missing.md")])
   assert not (tmp_path / "missing.md").exists()
 
 
@@ -489,7 +483,7 @@ def test_the_landing_figure_marks_the_unpaired_claim_apart(tmp_path, monkeypatch
         claims.trained("fig3.mone_beats_mod", "beats MoD", "p", arm(80), arm(79), relation="beats", tolerance=0)]
   drawn = {}
   monkeypatch.setattr(plots, "save_png", lambda fig, path, dpi: drawn.update(fig=fig))
-  claims.landing_figure(cs, tmp_path / "landing.png")
+  claim_plots.landing_figure(cs, tmp_path / "landing.png")
   accuracy, trends = drawn["fig"].axes  # the accuracy claims, then the trends on an axis of their own
   assert [t.get_text() for t in accuracy.get_yticklabels()] == ["fig3.mone_beats_mod"]
   assert [t.get_text() for t in trends.get_yticklabels()] == ["fig5.video_gentler_than_images (unpaired)"]

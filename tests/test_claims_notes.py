@@ -1,5 +1,5 @@
 """Generated notes on claims: what an equivalence claim's seeds rule out (`comparisons.equivalence_note`)."""
-from mone.chapters import claims, comparisons
+from mone.chapters import claims, comparisons, stats
 
 
 def test_equivalence_note_states_what_the_seeds_rule_out_and_what_deciding_needs():
@@ -19,7 +19,7 @@ def test_secondary_router_note_gives_other_capacities_with_their_ci_but_not_the_
   learned = {0.2: {0: 80.0, 1: 82.0, 2: 81.0}, 0.3: {0: 85.0, 1: 86.0, 2: 84.0}}
   random = {0.2: {0: 70.0, 1: 75.0, 2: 72.0}, 0.3: {0: 75.6, 1: 75.6, 2: 77.7}}
   note = comparisons.secondary_router_note(learned, random, 0.2)
-  mean, low, high = claims.paired_ci([9.4, 10.4, 6.3])
+  mean, low, high = stats.paired_ci([9.4, 10.4, 6.3])
   assert note.startswith("Secondary, not the pre-set test") and "e_c = 0.2" not in note
   assert f"{mean:+.1f} points, 95% CI [{low:+.1f}, {high:+.1f}] over 3 seeds" in note
   assert comparisons.secondary_router_note({0.2: {0: 1.0}}, {0.2: {0: 0.0}}, 0.2) == ""

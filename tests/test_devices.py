@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from mone.chapters import devices
+from mone.chapters import cli, devices
 
 
 def _run(root, sub, name, acc, seed=0, device="cpu", e_c=0.4, config_hash="abc", **config):
@@ -84,10 +84,10 @@ def test_the_page_is_written_only_when_it_changes(tmp_path):
   _run(tmp_path, "runs", "a", 0.90)
   _run(tmp_path, "device_twins/cpu/runs", "a", 0.88)
   out = tmp_path / "devices.md"
-  devices.main([str(out), "--results", str(tmp_path)])
+  cli.main(["devices", str(out), "--results", str(tmp_path)])
   first = out.stat().st_mtime_ns
   assert "| a | MoNE e_c=0.4 | 0 |" in out.read_text() and "too few twins" in out.read_text()
-  devices.main([str(out), "--results", str(tmp_path)])
+  cli.main(["devices", str(out), "--results", str(tmp_path)])
   assert out.stat().st_mtime_ns == first
 
 
@@ -139,10 +139,10 @@ def test_the_page_shows_the_twins_beside_the_seeds_in_a_figure_it_writes(tmp_pat
     _run(tmp_path, "device_twins/cpu/runs", f"m{seed}", twin, seed=seed)
   out = tmp_path / "book" / "devices.md"
   out.parent.mkdir()
-  devices.main([str(out), "--results", str(tmp_path)])
+  cli.main(["devices", str(out), "--results", str(tmp_path)])
   png = tmp_path / devices.FIGURE
   assert png.read_bytes().startswith(b"\x89PNG")
   assert f"]({'../' + devices.FIGURE})" in out.read_text()  # relative to the page
   first = png.read_bytes()
-  devices.main([str(out), "--results", str(tmp_path)])
+  cli.main(["devices", str(out), "--results", str(tmp_path)])
   assert png.read_bytes() == first  # the same data draw the same bytes

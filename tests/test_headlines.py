@@ -4,7 +4,7 @@ import dataclasses
 import math
 
 from mone import results
-from mone.chapters import experiments, headlines, plan
+from mone.chapters import cli, experiments, headlines, plan
 
 
 def _land(cfg, accuracy, *, gflops=1.0, widths=None, learned=True):
@@ -89,7 +89,7 @@ def test_the_summary_command_reads_only_the_seeds_the_chapters_read(tmp_path, mo
   for s, (vit, mone) in enumerate([(0.880, 0.878), (0.870, 0.871), (0.875, 0.873), (0.5, 0.9)]):
     _land(plan.image(kind="vit", seed=s), vit, gflops=2.0)
     _land(plan.mone(0.4, seed=s), mone, gflops=0.9)
-  headlines.main([])
+  cli.main(["headlines"])
   out = capsys.readouterr().out
   assert out.startswith(f"8 of {len(plan.runs())} planned runs landed; claims over the seeds the chapters read (0, 1, 2)")
   assert "-0.10 points, 95% CI" in out and "3 seeds" in out  # seed 3's +40 points left out

@@ -22,7 +22,7 @@ def test_notebook_follows_the_house_layout(notebook):
   nb = nbformat.read(notebook, as_version=4)
   cells = nb.cells
   assert cells[0].cell_type == "markdown" and "claim" in cells[0].source.lower()
-  # The chapter opens with its verdicts, before any code: pasted from the table claims.show glues.
+  # The chapter opens with its verdicts, before any code: pasted from the table verdicts.show glues.
   assert cells[1].cell_type == "markdown" and cells[1].id == "verdicts"
   assert "```{glue:md} verdicts\n:format: myst\n```" in cells[1].source
   # Code is folded in the book; the parameters cell is not shown at all.
@@ -42,7 +42,7 @@ def test_notebook_follows_the_house_layout(notebook):
   # Ends with the verdict: a markdown cell asking the question, a code cell computing the answer.
   last_code = [i for i, c in enumerate(cells) if c.cell_type == "code"][-1]
   assert cells[last_code - 1].cell_type == "markdown" and "reproduce" in cells[last_code - 1].source
-  assert "claims.write(chapter_claims, NB)" in cells[last_code].source and "claims.show(chapter_claims, NB)" in cells[last_code].source
+  assert "claims.write(chapter_claims, NB)" in cells[last_code].source and "verdicts.show(chapter_claims, NB)" in cells[last_code].source
   assert "REPRODUCED" not in code, "verdicts are decided by mone.chapters.claims, not printed by hand"
 
 

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from mone import capacity, results
-from mone.chapters import experiments, plan
+from mone.chapters import devices, experiments, plan, run_times, seed_plans
 from mone.train import recipes
 
 
@@ -90,7 +90,7 @@ def test_seed_plan_plans_five_seeds_for_three_seed_claims_and_keeps_single_seed_
   chapters = {"03": [{"id": "a", "kind": "trained", "n_seeds": 3, "verdict": "inconclusive", "measured": 1.0, "ci95": [-1, 3]},
                      {"id": "b", "kind": "trained", "n_seeds": 1, "verdict": "inconclusive", "measured": 2.0, "ci95": None},
                      {"id": "c", "kind": "arithmetic", "n_seeds": None, "verdict": "reproduced", "measured": 2.2, "ci95": None}]}
-  got = plan.seed_plan(chapters)["claims"]
+  got = seed_plans.seed_plan(chapters)["claims"]
   assert set(got) == {"a", "b"}
   assert got["a"]["seeds_planned"] == 5 and got["a"]["verdict_now"] == "inconclusive" and got["a"]["ci95_now"] == [-1, 3]
   assert got["b"]["seeds_planned"] == 1 and "why_not_more" in got["b"]
@@ -199,24 +199,24 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
                "wall_time_s": 1500.0, "resumed_from_step": 4000},
               {"name": vit.name, "kind": "vit", "device": {"kind": "gpu"}, "train_steps": 8000, "train_gflops": gflops,
                "wall_time_s": 10.0, "resumed_from_step": 0}]
-  assert plan.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
-  assert plan.estimate_seconds(plan.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
+  assert run_times.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
+  assert run_times.estimate_seconds(plan.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
   # resumed half-way, but timed from step 0 (newer code keeps the earlier parts' time): 2,900 s in all
   finished.append({"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000,
                    "train_gflops": gflops, "wall_time_s": 2900.0, "resumed_from_step": 4000, "timed_from_step": 0})
-  assert plan.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
-  assert plan.estimate_seconds(plan.mone(0.4), finished) is None  # no finished MoNE run
+  assert run_times.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
+  assert run_times.estimate_seconds(plan.mone(0.4), finished) is None  # no finished MoNE run
   # The same config at another seed is the estimate, even where another config runs faster per FLOP
   # (a MoNE run at a lower e_c runs slower per FLOP)
   mone_run = lambda c, wall: {"name": c.name, "kind": "mone", "seed": c.seed, "config_hash": results.config_hash(c),
                               "device": {"kind": "cpu"}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
                               "wall_time_s": wall, "timed_from_step": 0}
   finished += [mone_run(plan.mone(0.4), 1000.0), mone_run(plan.mone(0.2), 900.0)]
-  assert plan.estimate_seconds(plan.mone(0.2, seed=2), finished) == pytest.approx(900.0)
-  assert plan.estimate_seconds(plan.mone(0.4, seed=1), finished) == pytest.approx(1000.0)
+  assert run_times.estimate_seconds(plan.mone(0.2, seed=2), finished) == pytest.approx(900.0)
+  assert run_times.estimate_seconds(plan.mone(0.4, seed=1), finished) == pytest.approx(1000.0)
   fastest = min(1000.0 / steps.train_gflops(plan.mone(0.4)), 900.0 / steps.train_gflops(plan.mone(0.2)))
-  assert plan.estimate_seconds(plan.mone(0.3), finished) == pytest.approx(fastest * steps.train_gflops(plan.mone(0.3)))
-  assert plan.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
+  assert run_times.estimate_seconds(plan.mone(0.3), finished) == pytest.approx(fastest * steps.train_gflops(plan.mone(0.3)))
+  assert run_times.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
 
 
 def test_recompute_seconds_counts_cpu_runs_as_measured_and_estimates_the_others():
@@ -226,7 +226,7 @@ def test_recompute_seconds_counts_cpu_runs_as_measured_and_estimates_the_others(
                                        "device": {"kind": device}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
                                        "wall_time_s": wall, "timed_from_step": 0, **kw}
   finished = [run(vit0, "cpu", 3600.0), run(vit1, "NVIDIA H100", 60.0), run(vit2, "cpu", 1800.0, timed_from_step=4000)]
-  got = plan.recompute_seconds([("a", vit0), ("b", vit1), ("c", vit2), ("d", mone0)], finished)
+  got = run_times.recompute_seconds([("a", vit0), ("b", vit1), ("c", vit2), ("d", mone0)], finished)
   # vit0 measured; vit1 (GPU) and vit2 (timed from step 4000 only) estimated from vit0's rate per FLOP... or vit2's
   # last half (1800 s for 4000 steps: 3600 s for the whole); mone0 has no CPU run of its name and kind
   assert got["runs_measured"] == 1 and got["measured"] == 3600.0
@@ -255,14 +255,14 @@ def test_device_table_counts_runs_hours_and_jax_versions_per_device():
   pinned = {"device": {**cpu["device"], "cores_used": 1}}
   assert results.device_name(pinned) == "cpu, 1 of 2 cores"  # a --pin-cores worker's run
   assert results.device_name({"device": {**cpu["device"], "cores_used": 2}}) == "cpu, 2 cores"
-  rows = plan.device_table(finished).splitlines()
+  rows = devices.device_table(finished).splitlines()
   assert rows[2:] == ["| NVIDIA H200 | 3 | 0.1 | 0.11.2, 0.11.3 |", "| cpu, 2 cores | 2 | 2.0 | 0.10.2 |"]
-  assert plan.device_table([]) == "No run has finished yet.\n"
+  assert devices.device_table([]) == "No run has finished yet.\n"
   # A run resumed on another device is its own row, named by every device of its trained_on.
   resumed = {**cpu, "wall_time_s": 3600.0, "trained_on": [{"device": gpu["device"], "from_step": 0, "to_step": 10},
                                                           {"device": pinned["device"], "from_step": 10, "to_step": 20}]}
   assert results.trained_where(resumed) == "NVIDIA H200 then cpu, 1 of 2 cores"
-  assert "| NVIDIA H200 then cpu, 1 of 2 cores | 1 | 1.0 | 0.10.2 |" in plan.device_table(finished + [resumed])
+  assert "| NVIDIA H200 then cpu, 1 of 2 cores | 1 | 1.0 | 0.10.2 |" in devices.device_table(finished + [resumed])
 
 
 def test_another_profile_asks_for_the_same_runs_with_its_own_configs():

@@ -9,7 +9,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgb, to_rgba  # noqa: E402
 
-from mone.chapters import calibration, claims, comparisons, experiments, plots, speed  # noqa: E402
+from mone.chapters import (calibration, claim_plots, claims, comparisons, experiments, plots, router_plots, speed,  # noqa: E402
+                           stats, verdicts)
 
 # A warning on a chapter's page is a bug (test_book.py): the figures must draw without one.
 pytestmark = pytest.mark.filterwarnings("error")
@@ -117,7 +118,7 @@ def test_outline_tokens_draws_one_square_per_selected_token():
   fig, ax = plt.subplots()
   ax.imshow(np.zeros((8, 8)))
   sel = np.array([True, False, False, True])
-  assert plots.outline_tokens(ax, sel, patch=4, grid=2) == 2
+  assert router_plots.outline_tokens(ax, sel, patch=4, grid=2) == 2
   corners = sorted((p.get_x(), p.get_y()) for p in ax.patches)
   assert corners == [(-0.5, -0.5), (3.5, 3.5)]  # tokens 0 and 3 of the 2 x 2 grid
 
@@ -126,30 +127,30 @@ def test_claims_figure_draws_every_seed_and_the_ci_the_verdict_rests_on():
   cs = [claims.trained("a.x", "c", "p", {0: 1.0, 1: 2.5, 2: 3.0}, relation="beats", tolerance=0.0),
         claims.trained("a.y", "c", "p", {0: -1.0}, relation="matches", tolerance=1.0),
         claims.arithmetic("a.z", "c", 1.0, 1.0)]
-  fig = plots.claims_figure(cs)
+  fig = claim_plots.claims_figure(cs)
   ax = fig.axes[0]
   assert matplotlib.rcParams["axes.grid"]  # the theme
   # trained claims only, the first on top (a categorical y axis runs downwards)
   assert [t.get_text() for t in ax.get_yticklabels()] == ["a.x", "a.y"] and ax.yaxis_inverted()
   assert _dots(ax, "k") == [(-1.0, 1), (1.0, 0), (2.5, 0), (3.0, 0)]  # one dot per seed, on its claim's row
-  VERDICT = plots.VERDICT_COLORS
+  VERDICT = claim_plots.VERDICT_COLORS
   diamonds = [l for l in ax.get_lines() if l.get_marker() == "D" and np.isfinite(l.get_xdata()).any()]
   got = {_rgb(l.get_color()): float(np.nanmax(l.get_xdata())) for l in diamonds}
   assert got == {_rgb(VERDICT[cs[0]["verdict"]]): pytest.approx(cs[0]["measured"]),
                  _rgb(VERDICT[cs[1]["verdict"]]): pytest.approx(cs[1]["measured"])}
-  # the bar spans the claim's own 95% t-interval (claims.paired_ci), not a bootstrap's
+  # the bar spans the claim's own 95% t-interval (stats.paired_ci), not a bootstrap's
   ci = [l for l in ax.get_lines() if l.get_marker() in ("None", "") and np.isfinite(l.get_xdata()).all() and len(l.get_xdata()) == 2
         and l.get_ydata()[0] == 0 and _rgb(l.get_color()) == _rgb(VERDICT[cs[0]["verdict"]])]
   assert len(ci) == 1
   np.testing.assert_allclose(sorted(ci[0].get_xdata()), cs[0]["ci95"], rtol=1e-4)
-  np.testing.assert_allclose(sorted(ci[0].get_xdata()), claims.paired_ci([1.0, 2.5, 3.0])[1:])
+  np.testing.assert_allclose(sorted(ci[0].get_xdata()), stats.paired_ci([1.0, 2.5, 3.0])[1:])
   assert cs[1]["ci95"] is None and not any(np.isfinite(l.get_xdata()).all() and l.get_ydata()[0] == 1
                                            for l in ax.get_lines() if len(l.get_xdata()) == 2)  # one seed: no CI
-  assert plots.claims_figure([cs[2]]) is None
+  assert claim_plots.claims_figure([cs[2]]) is None
   welch = claims.trained("fig5.video_gentler_than_images", "c", "p", {0: 1.0, 1: 3.0, 2: 2.0}, {0: 0.0, 1: 0.5, 2: 2.0},
                          relation="beats", tolerance=0.0)
   with pytest.raises(ValueError, match=r"unpaired \(Welch\): \['fig5.video_gentler_than_images'\]"):
-    plots.claims_figure([cs[0], welch])
+    claim_plots.claims_figure([cs[0], welch])
 
 
 def _point(gflops, acc, e_c=None, width=None, train_e_c="own", learned=True):
@@ -268,7 +269,7 @@ def test_router_figure_draws_the_three_studies_by_seed():
            "learned router": {0.2: {s: pt(0.006, 80 + s) for s in (0, 1)}, 0.3: {0: pt(0.008, 84.0)}},
            "random router": {0.2: {s: pt(0.006, 70 + 2 * s) for s in (0, 1)}}}
   study["number of routers"] = {n: {s: pt(0.008, a) for s, a in by_seed.items()} for n, by_seed in study["number of routers"].items()}
-  fig = plots.router_figure(study, 0.3, (1, 2, 4), "t")
+  fig = router_plots.router_figure(study, 0.3, (1, 2, 4), "t")
   a, b, c = fig.axes[:3]
   mone, rnd = plots.MODEL_COLORS["MoNE"], plots.MODEL_COLORS["MoNE, random router"]
   (curve,) = _lines(a, "layer 0, $e_c$ sweep (seed mean)")
@@ -294,18 +295,18 @@ def test_router_figure_draws_the_three_studies_by_seed():
 def test_token_figures_show_what_is_selected():
   images = np.zeros((4, 8, 8, 3), np.uint8)
   sel = {"learned": np.ones((4, 4), bool), "random": np.zeros((4, 4), bool)}
-  fig = plots.token_grid(images, sel, patch=4, masks=np.zeros((4, 8, 8)), title="t")
+  fig = router_plots.token_grid(images, sel, patch=4, masks=np.zeros((4, 8, 8)), title="t")
   assert len(fig.axes) == 8 and fig.axes[0].get_ylabel() == "learned" and fig.axes[4].get_ylabel() == "random"
   video, full = np.zeros((2, 4, 8, 8, 3), np.uint8), np.zeros((2, 2, 4), bool)
   full[0, 1, 2] = True
-  fig = plots.video_tokens_figure(video, full, tubelet=2, patch=4, labels=[3, 5], title="t")
+  fig = router_plots.video_tokens_figure(video, full, tubelet=2, patch=4, labels=[3, 5], title="t")
   assert len(fig.axes) == 4 and sum(len(ax.patches) for ax in fig.axes) == 1 and "label 5" in fig.axes[2].get_ylabel()
 
 
 def test_overlap_and_expert_share_bars_are_in_the_routers_and_seeds_colours():
   rows = [{"router": r, "precision": p, "recall": 0.5, "iou": 0.3}
           for r, p in (("learned router", 0.6), ("random (expected)", 0.4), ("random router", 0.2))]
-  ax = plots.overlap_figure(rows, "t").axes[0]
+  ax = router_plots.overlap_figure(rows, "t").axes[0]
   assert [t.get_text() for t in ax.get_xticklabels()] == ["precision", "recall", "IoU"]
   for r, bars in zip(rows, ax.containers):
     np.testing.assert_allclose([b.get_height() for b in bars], [100 * r["precision"], 50, 30])
@@ -313,7 +314,7 @@ def test_overlap_and_expert_share_bars_are_in_the_routers_and_seeds_colours():
   names = ["D/4", "D/2", "D"]
   share = [{"seed": s, "width": n, "expert": e, "object_share_pct": 10.0 * (e + 1) + s, "tokens_pct": 100 / 3, "object_pct": 15.0}
            for s in (0, 2) for e, n in enumerate(names)]
-  ax = plots.expert_share_figure(share, names, "t").axes[0]
+  ax = router_plots.expert_share_figure(share, names, "t").axes[0]
   for s, bars in zip((0, 2), ax.containers):
     np.testing.assert_allclose([b.get_height() for b in bars], [10 + s, 20 + s, 30 + s])
     assert {_rgb(b.get_facecolor()) for b in bars} == {_rgb(plots.seed_color("MoNE", s))}
@@ -443,7 +444,7 @@ def test_the_exploratory_router_claim_takes_the_capacity_most_seeds_have_and_sta
   got = {x["id"]: x for x in significance.annotate({"06": [c, decided]})["06"]}
   assert "verdict_familywise" not in got[c["id"]] and "p_value" in got[c["id"]]
   assert got["fig3.x"]["verdict_familywise"] == "reproduced"  # a family of one: the exploratory claim is not in it
-  assert "(exploratory)" in claims.markdown_table([got[c["id"]]])
+  assert "(exploratory)" in verdicts.markdown_table([got[c["id"]]])
 
 
 def test_figure4_claims_are_not_testable_until_a_seed_has_both_arms():

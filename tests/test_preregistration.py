@@ -5,7 +5,7 @@ import copy
 import numpy as np
 import pytest
 
-from mone.chapters import claims, preregistration, significance
+from mone.chapters import claims, cli, pages, preregistration, significance, verdicts
 
 
 def _claim(cid="fig3.mone_beats_matvit", diffs=(-1.0, -2.5, 0.5, -1.5, -2.0), **kw):
@@ -44,7 +44,7 @@ def test_the_make_figures_check_stops_on_a_changed_planned_claim(tmp_path):
   plan["claims"]["fig3.mone_beats_matvit"]["definition_hash"] = "0" * 12
   (tmp_path / "seed_plan_10.json").write_text(json.dumps(plan))
   with pytest.raises(SystemExit, match="fig3.mone_beats_matvit: its definition changed since seed_plan_10.json"):
-    claims.main([str(tmp_path / "verdicts.md"), "--results", str(tmp_path)])
+    cli.main(["claims", str(tmp_path / "verdicts.md"), "--results", str(tmp_path)])
   assert not (tmp_path / "verdicts.md").exists()  # nothing written from claims that break their plan
 
 
@@ -66,11 +66,11 @@ def test_a_deviated_claim_is_counted_and_held_to_holm_with_its_pre_registered_re
   changed = _claim("fig1.top_tokens_on_object", diffs=(-2.0, 3.0, -6.0, 1.0, -5.0))
   c = preregistration.deviation(changed, plan_way)
   assert c["verdict"] == "inconclusive" and c["plan_deviation"]["preregistered"]["verdict"] == "not reproduced"
-  assert claims.counted_verdict(c) == "not reproduced" and claims.counts([c]) == "1 not reproduced"
+  assert claims.counted_verdict(c) == "not reproduced" and verdicts.counts([c]) == "1 not reproduced"
   annotated = significance.annotate({"01": [c]})["01"][0]
   assert annotated["verdict_familywise"] == "not reproduced"  # a family of one: Holm keeps the plan's test
-  table = claims.markdown_table([annotated])
+  table = verdicts.markdown_table([annotated])
   assert "**not reproduced** (pre-registered; as changed: inconclusive)" in table and "Pre-registered (seed_plan.json)" in table
-  assert "`fig1.top_tokens_on_object`" in claims.deviations_table([annotated])
+  assert "`fig1.top_tokens_on_object`" in pages.deviations_table([annotated])
   with pytest.raises(KeyError, match="no recorded deviation"):
     preregistration.deviation(_claim(), _claim())

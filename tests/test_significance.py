@@ -3,15 +3,15 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claims, significance
+from mone.chapters import claims, significance, stats, verdicts
 
 
 def test_holm_keeps_only_what_the_step_down_procedure_keeps():
-  kept = significance.holm({"a": 0.01, "b": 0.02, "c": 0.03, "d": 0.2})
+  kept = stats.holm({"a": 0.01, "b": 0.02, "c": 0.03, "d": 0.2})
   assert kept == {"a": True, "b": False, "c": False, "d": False}  # 0.01 <= 0.05/4; 0.02 > 0.05/3
-  assert significance.holm({"a": 0.001, "b": 0.02, "c": 0.04}) == {"a": True, "b": True, "c": True}  # 0.02 <= 0.025, 0.04 <= 0.05
+  assert stats.holm({"a": 0.001, "b": 0.02, "c": 0.04}) == {"a": True, "b": True, "c": True}  # 0.02 <= 0.025, 0.04 <= 0.05
   with pytest.raises(ValueError, match="alpha must be in"):
-    significance.holm({"a": 0.1}, alpha=1.5)
+    stats.holm({"a": 0.1}, alpha=1.5)
 
 
 @pytest.mark.parametrize("relation,tolerance", [("beats", 0.0), ("no_worse", 1.0), ("matches", 1.0)])
@@ -21,11 +21,11 @@ def test_p_below_005_exactly_when_the_ci_decides_the_verdict(relation, tolerance
   for _ in range(600):
     n = int(rng.integers(3, 7))
     d = rng.normal(rng.normal(0, 2), rng.uniform(0.2, 3), n)
-    _, low, high = claims.paired_ci(d)
-    verdict = claims.decide(relation, low, high, tolerance)
+    _, low, high = stats.paired_ci(d)
+    verdict = stats.decide(relation, low, high, tolerance)
     if relation == "beats" and verdict == "not reproduced" and high >= tolerance - 1e-9:
       continue  # a 'beats' claim is ruled out at high <= tolerance: the boundary itself has measure zero
-    p = significance.p_value(d, relation, tolerance, verdict)
+    p = stats.p_value(d, relation, tolerance, verdict)
     assert (p < 0.05) == (verdict != "inconclusive"), (relation, verdict, p, low, high)
     checked[verdict] += 1
   assert all(checked.values()), checked  # every verdict was exercised
@@ -34,8 +34,8 @@ def test_p_below_005_exactly_when_the_ci_decides_the_verdict(relation, tolerance
 def test_beats_p_is_the_doubled_one_sided_t_test():
   d = [1.0, 2.0, 3.5, 2.2]
   t = np.mean(d) / (np.std(d, ddof=1) / 2)
-  assert significance.p_value(d, "beats", 0.0, "reproduced") == pytest.approx(2 * scipy.stats.t.sf(t, 3))
-  assert significance.p_value([1.0], "beats", 0.0, "inconclusive") is None
+  assert stats.p_value(d, "beats", 0.0, "reproduced") == pytest.approx(2 * scipy.stats.t.sf(t, 3))
+  assert stats.p_value([1.0], "beats", 0.0, "inconclusive") is None
 
 
 def test_seeds_to_decide_is_the_fewest_seeds_with_80_percent_power_by_the_noncentral_t():
@@ -62,7 +62,7 @@ def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tole
                        relation=relation, tolerance=tolerance)
     assert c["test"] == "welch"
     mean, se, df = significance.interval(c)
-    assert (mean, se, df) == claims.welch(a, b)  # the verdict's own interval, to the last bit
+    assert (mean, se, df) == stats.welch(a, b)  # the verdict's own interval, to the last bit
     assert significance.interval(c, n) == pytest.approx((mean, se, df), rel=1e-12)  # today's seeds, as n
     if c["verdict"] == "not reproduced" and relation == "beats":
       continue  # ruled out at high <= tolerance, tested paired above
@@ -119,8 +119,8 @@ def test_the_vectorised_decision_is_claims_decide():
   low = rng.normal(0, 2, 2000)
   high = low + rng.exponential(2, 2000)
   for relation, tol in (("beats", 0.0), ("beats", 0.5), ("no_worse", 1.0), ("matches", 1.0)):
-    reproduced, ruled_out = significance.decided(relation, low, high, tol)
-    want = [claims.decide(relation, lo, hi, tol) for lo, hi in zip(low, high)]
+    reproduced, ruled_out = stats.decided(relation, low, high, tol)
+    want = [stats.decide(relation, lo, hi, tol) for lo, hi in zip(low, high)]
     assert list(reproduced) == [w == "reproduced" for w in want] and list(ruled_out) == [w == "not reproduced" for w in want]
 
 
@@ -154,7 +154,7 @@ def test_the_table_says_which_way_more_seeds_would_decide_an_open_claim():
   got = {c["id"]: c for c in significance.annotate({"ch": [behind, ahead, outside]})["ch"]}
   assert all(c["verdict"] == "inconclusive" and c["seeds_to_decide"] for c in got.values())
   assert [claims.would_decide(got[k]) for k in "bam"] == ["not reproduced", "reproduced", "not reproduced"]
-  table = claims.markdown_table(list(got.values()))
+  table = verdicts.markdown_table(list(got.values()))
   for k, way in zip("bam", ("rule it out", "reproduce it", "rule it out")):
     assert f"about {got[k]['seeds_to_decide']} seeds for 80% power to {way}" in table
   assert "if the mean held" not in table

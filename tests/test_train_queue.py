@@ -163,8 +163,8 @@ def _fake_gpu(monkeypatch, argv, environ=None):
 
 
 def test_the_repositorys_seed_plan_trains_on_the_cpu_not_on_a_gpu(monkeypatch, capsys):
-  from mone.chapters import plan
-  assert plan.trains_on(results.RESULTS) == "cpu"  # the committed plan has its device amendment
+  from mone.chapters import seed_plans
+  assert seed_plans.trains_on(results.RESULTS) == "cpu"  # the committed plan has its device amendment
   for argv in (["--only", "digits64-"], ["--twins"]):
     started = _fake_gpu(monkeypatch, argv)
     with pytest.raises(SystemExit) as exit_info:
@@ -180,12 +180,12 @@ def test_the_repositorys_seed_plan_trains_on_the_cpu_not_on_a_gpu(monkeypatch, c
 
 
 def test_the_plan_names_its_device_only_where_its_amendment_is(tmp_path):
-  from mone.chapters import plan
-  assert plan.trains_on(tmp_path) is None  # a results folder of one's own: any device
+  from mone.chapters import seed_plans
+  assert seed_plans.trains_on(tmp_path) is None  # a results folder of one's own: any device
   results.atomic_write_json(tmp_path / "seed_plan.json", {"seeds": [0, 1, 2, 3, 4]})
-  assert plan.trains_on(tmp_path) is None
+  assert seed_plans.trains_on(tmp_path) is None
   results.atomic_write_json(tmp_path / "seed_plan.json", {"seeds": [0, 1, 2, 3, 4], "amendment": {}})
-  assert plan.trains_on(tmp_path) == "cpu"
+  assert seed_plans.trains_on(tmp_path) == "cpu"
 
 
 @pytest.mark.parametrize("how", ["allow-gpu", "own results"])

@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from mone import capacity, results
-from mone.chapters import experiments
+from mone.chapters import claims, experiments
+from mone.data.moving_digits import temporal_factors
 
 # A run whose training loss never fell below this fraction of ln K (K classes; ln K is the
 # loss of a uniform guess) never left the initial plateau (see `left_plateau`).
@@ -164,7 +165,6 @@ def adaptation_claims(summaries: dict, domain: str, learned: bool = True) -> lis
   (`mone.chapters.claims`): a model's own drop grows with the shift, is steeper from high to low
   capacity (at the shifts both directions have), and one adaptive model is within 1 point of the
   model trained at each capacity (seeds with an adaptive model only)."""
-  from mone.chapters import claims
   out = []
   grows = (f"fig5.{domain}.drop_grows_with_shift", f"{domain}: a model's own accuracy drop is larger at the largest "
            "shift of its budget than at the smallest (points)", "declines with extreme shifts")
@@ -203,7 +203,6 @@ def temporal_errors(pred, label, digit) -> dict:
   `label` and scrolling digits of classes `digit` [n, 2] (left, right; `make_moving_digits`):
   the error rate (%) of each factor of the label (which side scrolls first, the first digit's
   direction, the second's) and, per digit class, of the directions of digits of that class."""
-  from mone.data.moving_digits import temporal_factors
   pred, label, digit = np.asarray(pred), np.asarray(label), np.asarray(digit)
   if not (pred.shape == label.shape == digit.shape[:1] and digit.shape[1:] == (2,)):
     raise ValueError(f"pred and label must be [n] and digit [n, 2], got {pred.shape}, {label.shape}, {digit.shape}")

@@ -11,7 +11,15 @@ run scores at least SUBMODEL_GAP below the dense model on the validation split
 (`discrimination`): if every width scores alike, the task cannot show what routing tokens to
 narrow experts costs or saves. Validation, because choosing the task is calibration: the test
 split reports the chapters' results and must not choose what they are measured on.
+
+`python -m mone.chapters calibration` prints the calibration tables of a config's committed runs.
 """
+import json
+
+from mone import results
+from mone.chapters import analysis, plots
+from mone.train import recipes
+
 PLATEAU_GAIN = 0.015       # validation accuracy gained over the last quarter of steps
 MEMORISATION_GAP = 0.10    # final training accuracy minus final validation accuracy
 SUBMODEL_GAP = 0.05        # dense validation accuracy minus the D/4 sub-model's, for a task that discriminates
@@ -52,9 +60,6 @@ def validation_records(root=None) -> dict:
   """The validation records by width of MatViT runs from before `val_evals`
   (results/calibration/<run>-errors.json, written by `scripts/temporal_errors.py`), keyed by run
   (`run_name`); root: the results folder (default `results.results_root()`)."""
-  import json
-
-  from mone import results
   root = results.results_root() if root is None else root
   return {r["run"]: r for r in (json.loads(p.read_text()) for p in sorted((root / "calibration").glob("*-errors.json")))}
 
@@ -101,7 +106,7 @@ def discrimination(dense: dict, matvit: dict, val: dict | None = None, width_ind
 def table(runs: list[dict]) -> str:
   """A Markdown table of calibration runs (finished run files with a validation curve): what
   each candidate changed, its validation curve, test accuracy and both criteria."""
-  video = any(_is_video(m["config"]) for m in runs)  # clips, and their pixel noise
+  video = any(is_video(m["config"]) for m in runs)  # clips, and their pixel noise
   head = (f"| run | seed | steps | lr | weight decay | training {'clips | noise' if video else 'images'} "
           "| validation accuracy by step (%) | test (%) | last-quarter gain | train - val | verdict |\n"
           f"|---|---|---|---|---|---|{'---|' if video else ''}---|---|---|---|---|\n")
@@ -122,12 +127,12 @@ def label(m: dict) -> str:
   clips, and the pixel noise where there is any)."""
   cfg = m["config"]
   noise = cfg.get("video_noise", 0.0)  # run files from before the field have none: noise 0
-  return (f"{m['train_steps']} steps, {cfg['num_train'] // 1000}k {'clips' if _is_video(cfg) else 'images'}, "
+  return (f"{m['train_steps']} steps, {cfg['num_train'] // 1000}k {'clips' if is_video(cfg) else 'images'}, "
           f"wd {cfg['weight_decay']:g}" + (f", noise {noise:g}" if noise else ""))
 
 
-def _is_video(cfg: dict) -> bool:
-  from mone.train import recipes
+def is_video(cfg: dict) -> bool:
+  """Whether a run file's config trains on clips (the calibration tables then count clips and noise)."""
   return cfg.get("dataset") in recipes.VIDEO_DATASETS
 
 
@@ -227,8 +232,6 @@ def noise_choice(root=None) -> dict:
   noise), with every level's validation and test gaps, and whether it is the level the
   recipe trains (`recipes.moving_temporal`). If it is not, the temporal runs would need
   retraining."""
-  from mone import results
-  from mone.train import recipes
   root = results.results_root() if root is None else root
   records, levels = validation_records(root), []
   for dense_hash, matvit_hash in NOISE_CANDIDATES:
@@ -262,7 +265,6 @@ def standing(runs: list[tuple[str, int, dict]]) -> list[dict]:
   `headlines.landed`: its device, test accuracy (a MatViT run's full width, as its curve), and,
   where it has a validation curve, its final validation accuracy, what it gained over its last
   quarter of steps and how far its training accuracy is above validation (`check`), in points."""
-  from mone.chapters import analysis
   rows = []
   for label, seed, m in runs:
     has_val = bool(m.get("curve")) and m["curve"][-1].get("val_accuracy") is not None
@@ -278,7 +280,6 @@ def figure(runs: list[dict], title: str = ""):
   """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each:
   the seeds of one setup in shades of their model's colour (`plots.seed_color`), runs of
   several setups in the theme's cycle."""
-  from mone.chapters import plots
   names = [label(m) for m in runs]  # runs of one setup at several seeds: each its own curve
   labels = [f"{n}, seed {m['config']['seed']}" if names.count(n) > 1 else n for n, m in zip(names, runs)]
   colors = None
@@ -286,36 +287,3 @@ def figure(runs: list[dict], title: str = ""):
     colors = {l: plots.seed_color(m["kind"], m["config"]["seed"]) for l, m in zip(labels, runs)}
   return plots.learning_curves_figure(dict(zip(labels, runs)), title, colors)
 
-
-def main(argv=None):
-  """Prints `table` for the committed calibration runs of a config (default digits64's dense ViT),
-  `discrimination_table` where MatViT runs of the same setups are committed, and, with --figure,
-  draws their learning curves to results/calibration/<name>-<kind>.png/.svg."""
-  import argparse
-  import json
-
-  from mone import results
-  ap = argparse.ArgumentParser(description="The calibration table of a profile's dense runs (results/runs/).")
-  ap.add_argument("--name", default="digits64", help="config name of the runs (default: digits64)")
-  ap.add_argument("--kind", default="vit", help="model kind (default: vit)")
-  ap.add_argument("--figure", action="store_true", help="also draw the runs' learning curves under results/calibration/")
-  args = ap.parse_args(argv)
-  paths = sorted((results.results_root() / "runs").glob(f"{args.name}-{args.kind}-*.json"))
-  runs = [m for m in (json.loads(p.read_text()) for p in paths) if m.get("curve") and m["curve"][-1].get("val_accuracy") is not None]
-  if not runs:
-    raise SystemExit(f"no finished {args.name} ({args.kind}) run with a validation curve under {results.results_root() / 'runs'}")
-  runs = sorted(runs, key=lambda m: (m["train_steps"], m["config"]["num_train"], m["config"]["weight_decay"],
-                                     m["config"].get("video_noise", 0.0)))
-  print(table(runs))
-  matvit = [json.loads(p.read_text()) for p in sorted((results.results_root() / "runs").glob(f"{args.name}-matvit-*.json"))]
-  if args.kind == "vit" and _is_video(runs[0]["config"]) and pairs(runs + matvit):  # the temporal task's question
-    print(discrimination_table(runs + matvit, validation_records()))
-  if args.figure:
-    from mone.chapters import experiments
-    fig = figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
-    for path in experiments.save_figure(fig, "calibration", f"{args.name}-{args.kind}"):
-      print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-  main()

@@ -10,7 +10,7 @@ inconclusive.
 """
 import numpy as np
 
-from mone.chapters import claims, significance
+from mone.chapters import claims, significance, stats
 
 # Figure 4's "2x fewer FLOPs" per clip, up to the spatial CLS token, which always runs at full
 # width (MoNE at e_c = 0.4 computes 1.999x fewer FLOPs than the dense ViViT)
@@ -228,7 +228,7 @@ def secondary_router_note(learned: dict, random: dict, tested: float) -> str:
     if e == tested or not seeds:
       continue
     diffs = [learned[e][s] - random[e][s] for s in seeds]
-    mean, low, high = claims.paired_ci(diffs)
+    mean, low, high = stats.paired_ci(diffs)
     ci = f", 95% CI [{low:+.1f}, {high:+.1f}]" if np.isfinite(low) else ""
     parts.append(f"at e_c = {e}: {mean:+.1f} points{ci} over {len(seeds)} seed{'s' * (len(seeds) > 1)} "
                  f"({', '.join(f'{d:+.1f}' for d in diffs)})")
@@ -239,7 +239,7 @@ def against_dense(by_seed: dict, key: str, dense: str = "ViT") -> list[dict]:
   """Every point of panel `key` minus the dense model's accuracy, paired over the seeds that
   trained both (a point is one model at one capacity e_c or nested width; FLOPs do not depend on
   the seed). Rows {label, e_c, width_index, gflops, minus_dense, ci_low, ci_high, n_seeds}, in
-  FLOPs order; the CI is the t-interval of `claims.paired_ci` (None with one seed).
+  FLOPs order; the CI is the t-interval of `stats.paired_ci` (None with one seed).
 
   This puts every baseline on one footing: e.g. MatViT's full width against the dense ViT shows
   what its joint training alone adds, at the same inference FLOPs."""
@@ -255,7 +255,7 @@ def against_dense(by_seed: dict, key: str, dense: str = "ViT") -> list[dict]:
         point = (p["e_c"], p.get("width_index"))
         diffs.setdefault(point, (p["gflops"], []))[1].append(p["accuracy_pct"] - base[s][0]["accuracy_pct"])
     for (e_c, width), (gflops, d) in diffs.items():
-      mean, low, high = claims.paired_ci(d)
+      mean, low, high = stats.paired_ci(d)
       ci = (None, None) if np.isnan(low) else (low, high)  # None, not NaN: results/ is strict JSON
       rows.append({"label": label, "e_c": e_c, "width_index": width, "gflops": gflops, "minus_dense": mean,
                    "ci_low": ci[0], "ci_high": ci[1], "n_seeds": len(d)})

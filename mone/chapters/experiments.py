@@ -140,6 +140,8 @@ def workdir(cfg: recipes.TrainConfig) -> Path:
 
 def run(cfg: recipes.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
   """Metrics of a finished run of cfg: from results/runs/ if there, else trains it."""
+  # The training stack (JAX, optax, orbax, tqdm) is imported where a run trains or a model is
+  # built: the book's environment (requirements/book.txt) imports this module without it.
   from mone.train import loop
   path = run_path(cfg)
   if path.exists() and not recompute:
@@ -165,7 +167,7 @@ def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   here, possibly on another kind of device than the run file's, and training is only
   reproducible bit for bit on one device. If the retrained accuracy differs from the run
   file's, a note says so: figures drawn from these weights describe this retraining."""
-  from mone.train import checkpoints, loop
+  from mone.train import checkpoints, loop  # the training stack: see `run`
   wd = workdir(cfg)
   if recompute or not (wd / "metrics.json").exists():
     fresh = loop.train(cfg, wd, progress=True)
@@ -177,28 +179,27 @@ def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   return checkpoints.load_params(wd)
 
 
-
-
 def weights_path(cfg: recipes.TrainConfig) -> Path:
   """The committed weights of cfg's run (`stored_params`)."""
   return results_root() / "weights" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.npz"
 
 
-def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute: bool = False) -> dict:
+def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute: bool = False, read=None) -> dict:
   """Parameters of cfg's trained run as committed in results/weights/: the top-level entries
   `keys` (None: all of them) of the trained run, every other parameter at its initialisation.
   Without a committed file (or with recompute) the trained weights are read (`trained_params`:
   retrained if no checkpoint is at hand) and the file is written, so the figures always come
-  from exactly the parameters a fresh clone reads, on any machine."""
+  from exactly the parameters a fresh clone reads, on any machine. read: the file to read for a
+  committed one (a chapter passes `plan.reading`: its CPU twin's once the single-device reading
+  holds); by default the committed file itself."""
   import jax
   import numpy as np
   from flax import traverse_util
 
-  from mone.chapters import plan
-  from mone.train import steps
+  from mone.train import steps  # the model stack: see `run`
   path = weights_path(cfg)
-  if path.exists() and not recompute:
-    path = plan.reading(path)  # its CPU twin's weights once the single-device reading holds
+  if path.exists() and not recompute and read is not None:
+    path = read(path)
   if recompute or not path.exists():
     trained = jax.device_get(trained_params(cfg, recompute))
     flat = traverse_util.flatten_dict({k: trained[k] for k in (trained if keys is None else keys)}, sep="/")
@@ -227,14 +228,15 @@ def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute
 ROUTER_INPUTS = ("embed", "router_0")
 
 
-def router_params(cfg: recipes.TrainConfig, recompute: bool = False) -> dict:
+def router_params(cfg: recipes.TrainConfig, recompute: bool = False, read=None) -> dict:
   """Parameters for the router figures: `stored_params` with the `ROUTER_INPUTS` of cfg's
   trained run, every other parameter at its initialisation (the first router, before layer 0,
-  never reads them; a test checks that its outputs are those of the full trained model)."""
+  never reads them; a test checks that its outputs are those of the full trained model). read:
+  as `stored_params`."""
   if cfg.kind != "mone" or cfg.model.router_layers[0] != 0:
     raise ValueError(f"router_params is for a MoNE run whose first router is before layer 0; got kind="
                      f"{cfg.kind!r}, router_layers={getattr(cfg.model, 'router_layers', None)}")
-  return stored_params(cfg, ROUTER_INPUTS, recompute)
+  return stored_params(cfg, ROUTER_INPUTS, recompute, read)
 
 
 def save_figure(fig, notebook: str, name: str) -> list[Path]:

@@ -8,7 +8,7 @@ Table 1 (MoNE vs the other allocations), each over the paired seeds that trained
 (`mone.chapters.claims`: fewer than 3 is inconclusive). A run that has not landed is left out,
 never trained here (`landed`; the chapters read their runs with it too).
 
-  .venv/bin/python -m mone.chapters.headlines      # every claim, its seeds and 95% CI
+  .venv/bin/python -m mone.chapters headlines      # every claim, its seeds and 95% CI
 
 The chapters build their claims with the same functions (`comparisons.figure3`, `figure4`,
 `table1_claims`), so what this prints is what they say.
@@ -186,18 +186,3 @@ def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   table1 = any(base.startswith(("Table 1: ", "temporal: MoNE")) for base, _, _ in runs)
   return out + router_claims(by_seed) + (table1_claims(runs) if table1 else [])
 
-
-def main(argv=None):
-  import argparse
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  ap.parse_args(argv)
-  every = landed()
-  # The claims at the seeds the chapters read (`plan.seeds`): the extra seeds only once all have landed.
-  runs = [r for r in every if r[1] in plan.seeds("small")]
-  print(f"{len(every)} of {len(plan.runs())} planned runs landed; claims over the seeds the chapters read "
-        f"({', '.join(map(str, plan.seeds('small')))}) that trained both arms:\n")
-  print(claims.markdown_table(headline_claims(runs)))
-
-
-if __name__ == "__main__":
-  main()

@@ -1,11 +1,13 @@
-"""The book's landing answer and the README's, generated from the chapters' claims.
+"""The book's generated pages: the landing answer and the README's, every claim's table, and the
+verdicts that changed between two results folders.
 
 A reader comes to the landing page with one question: does MoNE buy accuracy per FLOP, as the
 paper says? So the page answers by family of claims, the paper's central question first
 (`FAMILIES`): what reproduces, what is open and which way the open claims point; then the
 context a skeptic needs beside the headline (on this profile more training helps every model,
 `training_context`), a glossary, the forest plot and one compact table. The full tables, chapter
-by chapter, are their own page (`claims.tables_page`, book/claims.md).
+by chapter, are their own page (`tables_page`, book/claims.md); `changes` sets two results
+folders' verdicts side by side (book/first_profile_changes.md, book/seed_plan_changes.md).
 
 Everything here is computed from results/<chapter>/claims.json (`claims.load`, annotated by
 `significance.annotate`) and the chapter files named below; nothing is typed.
@@ -13,9 +15,13 @@ Everything here is computed from results/<chapter>/claims.json (`claims.load`, a
 import json
 from pathlib import Path
 
+import numpy as np
+
 from mone import results
 from mone.chapters import claims as claims_lib
-from mone.chapters import significance
+from mone.chapters import significance, verdicts
+
+LANDING_FIGURE = "landing.png"  # under the results folder: `claim_plots.landing_figure`
 
 # The paper's three questions, by claim id prefix, the central one first.
 FAMILIES = {
@@ -99,14 +105,14 @@ def compact_table(trained: list[dict], doc_prefix: str = "notebooks/") -> str:
   """One row per trained claim, by family: the claim (its id, linking to its chapter), the paper's
   words, the difference with its 95% CI and seeds, and the verdict (pre-registered where the claim's
   definition changed after its plan) with the family-wise verdict."""
-  label = claims_lib.VERDICT_LABEL
+  label = verdicts.VERDICT_LABEL
   out = ["| Claim | Paper | MoNE minus baseline [95% CI], seeds | Verdict (family-wise) |", "|---|---|---|---|"]
   for name in FAMILIES:
     for c in trained:
       if family(c["id"]) != name:
         continue
       shown = claims_lib.counted(c)
-      diff = claims_lib._fmt(shown["measured"], shown.get("unit", "")) + (f" {claims_lib._ci(shown)}" if shown.get("ci95") else "")
+      diff = verdicts.fmt_value(shown["measured"], shown.get("unit", "")) + (f" {verdicts.fmt_ci(shown)}" if shown.get("ci95") else "")
       verdict = label[claims_lib.counted_verdict(c)] + (" (pre-registered)" if "plan_deviation" in c else "") \
           + (" (exploratory)" if c.get("exploratory") else "")
       link = f"[`{c['id']}`]({doc_prefix}{c['chapter']}.ipynb)" if c.get("chapter") else f"`{c['id']}`"
@@ -129,8 +135,8 @@ def landing(root: Path | None = None, figure: str | None = None, tables: str = "
   head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
   if head and head.get("ci95"):
     n = head.get("seeds_to_decide")
-    out.append(f"**The headline**, \"{head['claim']}\": {claims_lib._fmt(head['measured'], 'points')} "
-               f"(95% CI {claims_lib._ci(head)}, {head['n_seeds']} seeds), {head['verdict']}"
+    out.append(f"**The headline**, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} "
+               f"(95% CI {verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), {head['verdict']}"
                + (f"; about {n} seeds would decide it with 80% power at this mean and spread.\n" if n else ".\n"))
   if context := training_context(root):
     out.append(context + "\n")
@@ -138,7 +144,7 @@ def landing(root: Path | None = None, figure: str | None = None, tables: str = "
   if figure:
     out.append(f"![The trained claims: mean difference and 95% CI, by verdict]({figure})\n")
   out.append(compact_table(trained))
-  out.append(f"{claims_lib.counts_by_kind(everything)} Every claim with its p-value, the seeds for 80% power and its "
+  out.append(f"{verdicts.counts_by_kind(everything)} Every claim with its p-value, the seeds for 80% power and its "
              f"chapter's caveats, chapter by chapter: [every claim]({tables}.md).\n")
   if changed := [c for c in everything if "plan_deviation" in c]:
     out.append(f"**Deviations from the plan.** {len(changed)} planned claim{'s' * (len(changed) != 1)} "
@@ -155,7 +161,155 @@ def readme_block(root: Path | None = None) -> str:
   trained = [c for cs in significance.annotate(claims_lib.load(root)).values() for c in cs if c["kind"] == "trained"]
   lines = "\n\n".join(family_lines(trained))
   head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
-  headline = (f"\n\nThe headline, \"{head['claim']}\": {claims_lib._fmt(head['measured'], 'points')} (95% CI "
-              f"{claims_lib._ci(head)}, {head['n_seeds']} seeds), {head['verdict']}." if head and head.get("ci95") else "")
-  return (f"![The trained claims: mean difference and 95% CI, by verdict](results/{claims_lib.LANDING_FIGURE})\n\n"
+  headline = (f"\n\nThe headline, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} (95% CI "
+              f"{verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), {head['verdict']}." if head and head.get("ci95") else "")
+  return (f"![The trained claims: mean difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
           f"{lines}{headline} Every claim, with its CI and chapter: [book/claims.md](book/claims.md).\n")
+
+
+def _title(chapter: str) -> str:
+  """A chapter's title: the first heading of notebooks/<chapter>.ipynb, else its name."""
+  path = results.REPO / "notebooks" / f"{chapter}.ipynb"
+  if path.exists():
+    first = "".join(json.loads(path.read_text())["cells"][0]["source"]).splitlines()[0]
+    if first.startswith("# "):
+      return first[2:].strip()
+  return chapter
+
+
+# Where p-values appear: which test each relation's p-value is, and what `seeds_to_decide` estimates.
+P_VALUE_SENTENCE = (
+    "Each p-value is that of the test the interval performs: for \"beats\" a t-test against 0 (against the tolerance "
+    "where the claim is ruled out), for \"no worse\" a t-test against minus the tolerance, for \"matches\" the larger of "
+    "two one-sided tests against ±tolerance (TOST); so a \"matches\" or \"no worse\" claim far from its band can show "
+    "p = 1. \"About N seeds for 80% power\" is the number of paired seeds at which the interval would decide the claim "
+    "the way its mean points in 80% of simulated repetitions, if its mean and spread were the truth.")
+
+
+def answer(claims: list[dict]) -> str:
+  """Two or three sentences that answer 'does MoNE hold up on this profile?', generated from
+  the claims (with their family-wise verdicts, `significance.annotate`): how many trained
+  comparisons are reproduced, ruled out and open, and what the headline comparison shows."""
+  trained = [c for c in claims if c["kind"] == "trained"]
+  n = {v: sum(claims_lib.counted_verdict(c) == v for c in trained) for v in claims_lib.VERDICTS}
+  fw = sum(c.get("verdict_familywise") == "reproduced" for c in trained)
+  untestable = f", {n['not testable']} of them not testable yet" if n["not testable"] else ""
+  out = (f"Of the paper's {len(trained)} claims that need trained models, this profile reproduces {n['reproduced']}, "
+         f"rules out {n['not reproduced']} and leaves {n['inconclusive'] + n['not testable']} open{untestable}; "
+         f"counted family-wise (Holm over the claims with 3 or more seeds), {fw} {'holds' if fw == 1 else 'hold'}.")
+  head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
+  if head and head.get("ci95"):
+    out += (f" The headline claim, \"{head['claim']}\", measures {verdicts.fmt_value(head['measured'], 'points')} "
+            f"(95% CI {verdicts.fmt_ci(head)}, {head['n_seeds']} seeds): {head['verdict']}. " + (head.get("note") or ""))
+  return out.strip()
+
+
+def tables_page(root: Path | None = None, doc_prefix: str = "notebooks/", figure: str | None = None) -> str:
+  """The page of every claim (book/claims.md; the landing page answers first, `landing`):
+  the answer (`answer`, and the figure at `figure`, a path relative to the page, where given), the
+  tally by kind of claim, then every claim of every chapter, grouped by chapter (under the heading,
+  the chapter's caveats, `claims.write_caveats`), each id linking to its chapter in plain Markdown, so
+  that the page reads on a code host too. Generated, never typed: `python -m mone.chapters claims
+  book/verdicts.md --tables book/claims.md`."""
+  chapters, caveats = significance.annotate(claims_lib.load(root)), claims_lib.load_caveats(root)
+  everything = [c for cs in chapters.values() for c in cs]
+  out = ["# Every claim, chapter by chapter\n"]
+  if figure:
+    out.append(f"![Every trained claim: mean difference and 95% CI, by verdict]({figure})\n")
+  out.append(answer(everything) + "\n")
+  out.append(f"{verdicts.counts_by_kind(everything)}\n")
+  if table := deviations_table(everything):
+    out.append("**Deviations from the plan.** A planned claim whose definition changed after its plan was fixed is "
+               "counted with the plan's definition; its result as changed stands beside it.\n\n" + table)
+  out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
+             f"A trained comparison is decided from its seeds (the 95% CI of MoNE minus the baseline); with fewer than "
+             f"{claims_lib.MIN_SEEDS} seeds it is inconclusive. {pairing_sentence(everything)} The family-wise verdict keeps a "
+             "verdict only where Holm's procedure over every trained claim keeps its test (`mone.chapters.significance`). "
+             f"{P_VALUE_SENTENCE}\n")
+  for chapter, cs in chapters.items():
+    out.append(f"\n**[{_title(chapter)}]({doc_prefix}{chapter}.ipynb)**: {verdicts.chapter_counts(cs)}\n")
+    if caveats.get(chapter):
+      out.append(verdicts.caveat_lines(caveats[chapter]).rstrip("\n") + "\n")
+    out.append(verdicts.markdown_table(cs, link=f"{doc_prefix}{chapter}"))
+  return "\n".join(out)
+
+
+def deviations_table(claims: list[dict]) -> str:
+  """A Markdown table of every claim whose definition changed after its plan (`plan_deviation`):
+  what changed, why, when relative to the data, and its result with the plan's definition beside
+  its result as changed. Empty where none did."""
+  rows = [c for c in claims if "plan_deviation" in c]
+  if not rows:
+    return ""
+  out = ["| Claim | What changed, why, when | Pre-registered | As changed |", "| --- | --- | --- | --- |"]
+  for c in rows:
+    d, pre = c["plan_deviation"], c["plan_deviation"]["preregistered"]
+    cell = lambda x: (f"{verdicts.VERDICT_LABEL[x['verdict']]}: {verdicts.fmt_value(x['measured'], x.get('unit', ''))}, "
+                      f"95% CI {verdicts.fmt_ci(x)}, {x['n_seeds']} seeds")
+    out.append("| " + " | ".join(s.replace("|", "\\|") for s in (
+        f"`{c['id']}`", f"{d['what']} ({d['plan']}). Why: {d['why']}. When: {d['when']}.", cell(pre), cell(c))) + " |")
+  return "\n".join(out) + "\n"
+
+
+def pairing_sentence(claims: list[dict]) -> str:
+  """How the trained claims' intervals pair their seeds (`claims.PAIRING`): the rule, the claims whose
+  interval is unpaired (`test` 'welch') and why, those whose design calls for it but whose chapter
+  gave only differences, and the arms' median correlation across seeds where claims record it."""
+  welch, pending = {}, []  # as the claims record it: the interval each claim's verdict rests on
+  for c in claims:
+    if c["kind"] == "trained" and c.get("test") == "welch":
+      welch.setdefault(c["test_why"], []).append(f"`{c['id']}`")
+    elif c["kind"] == "trained" and claims_lib.pairing(c["id"])[0] == "welch":
+      pending.append(f"`{c['id']}`")
+  out = ("Paired or unpaired is decided by the design of each family of claims, never by which interval decides "
+         "(`claims.PAIRING`): paired where a seed gives both arms the same data order and identical initial weights "
+         "for the parameters they share, or where both quantities come from one trained model")
+  out += "; " + "; ".join(f"Welch's unpaired interval for {', '.join(v)}, since {why}" for why, v in welch.items()) if welch else ""
+  if pending:
+    out += (f". The design of {', '.join(pending)} calls for Welch's unpaired interval (its arms share nothing through "
+            "their seed), but its chapter records only the per-seed differences: it is still decided paired")
+  rs = [c["arm_correlation"] for c in claims if c.get("arm_correlation") is not None]
+  if rs:
+    out += (f". For information, the arms correlate across seeds with a median r of {float(np.median(rs)):+.2f} over the "
+            f"{len(rs)} claims whose chapters record both arms (`arm_correlation` in claims.json)")
+  return out + "."
+
+
+def replace_block(text: str, block: str, start: str = "<!-- answer:start -->", end: str = "<!-- answer:end -->") -> str:
+  """text with what lies between the lines `start` and `end` replaced by block; text unchanged
+  where it lacks either marker."""
+  i, j = text.find(start), text.find(end)
+  if i < 0 or j < i:
+    return text
+  return text[:i + len(start)] + "\n" + block.rstrip("\n") + "\n" + text[j:]
+
+
+def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
+  """A Markdown table of every claim in either set ({chapter: claims}, as `claims.load` returns), in
+  chapter order: its verdict and measurement (CI, seeds) in `old` and in `new`, and whether the
+  verdict changed, and whether the claim's test changed (its relation, tolerance or margin: a
+  verdict can then change without any new measurement) or only its wording. For comparing two
+  profiles' results (`python -m mone.chapters claims --compare`): a reader sees where a retraining turned a verdict,
+  whichever way, and what it rests on."""
+  test = lambda c: (c.get("relation"), c.get("tolerance"), c.get("margin", 0.0))
+  rows, seen, changed, retested = [], set(), 0, 0
+  for chapter in sorted(set(old) | set(new)):
+    before = {c["id"]: c for c in old.get(chapter, [])}
+    after = {c["id"]: c for c in new.get(chapter, [])}
+    for ident in list(before) + [i for i in after if i not in before]:
+      if ident in seen:
+        raise ValueError(f"claim id {ident!r} appears in more than one chapter")
+      seen.add(ident)
+      a, b = before.get(ident), after.get(ident)
+      cell = lambda c: (f"{verdicts.VERDICT_LABEL[c['verdict']]}: {verdicts.measured_cell(c)}".replace("|", "\\|")
+                        if c else "(no such claim)")
+      both = a is not None and b is not None
+      same = both and a["verdict"] == b["verdict"]
+      retest = both and test(a) != test(b)
+      why = " (the test changed)" if retest else " (reworded)" if both and a["claim"] != b["claim"] else ""
+      changed, retested = changed + (not same), retested + (retest and not same)
+      rows.append(f"| `{ident}` | {cell(a)} | {cell(b)} | {'same' if same else '**changed**'}{why} |".replace("\n", " "))
+  head = (f"{len(rows)} claims, {changed} with a different verdict"
+          + (f", {retested} of them because the claim's test changed" if retested else "") + ".\n\n"
+          "| Claim | Before | After | Verdict |\n| --- | --- | --- | --- |\n")
+  return head + "\n".join(rows) + "\n"

@@ -1,4 +1,5 @@
-"""The runs of the recalibrated small profile, in the order to train them.
+"""The runs of the recalibrated small profile, in the order to train them, and which of them the
+chapters read.
 
 Retraining the small profile is about a hundred CPU-hours on 2 cores (a dense `digits64` run of
 8,000 steps takes about an hour), so it spans days and restarts: `scripts/train_queue.py` trains
@@ -12,7 +13,9 @@ the seed plan's EXTRA_SEEDS decide them from five); single-seed studies come las
 (isoFLOPs) at the very end.
 
 The configs are those the chapters ask for: `experiments.image_config('small')` and
-`video_config('small', task)` start from the same recipes (a test checks that they agree).
+`video_config('small', task)` start from the same recipes (a test checks that they agree). The
+plans that added seeds, as written before their runs trained, are `mone.chapters.seed_plans`; how
+long the runs take, `mone.chapters.run_times`.
 """
 import functools
 from pathlib import Path
@@ -23,12 +26,12 @@ from mone.train import recipes
 
 SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
 # Two more paired seeds of every headline run, fixed on 2026-11-28 before any of them trained, with
-# the claims they are for and the rule that reads them (`seed_plan`, committed as
+# the claims they are for and the rule that reads them (`seed_plans.seed_plan`, committed as
 # results/seed_plan.json). Three seeds left most trained claims inconclusive for want of seeds:
 # their CIs' half-widths shrink by t(0.975, n-1) / sqrt(n), from 2.48 s at n = 3 to 1.24 s at n = 5.
 EXTRA_SEEDS = (3, 4)
 # Five more paired seeds of every headline run, fixed on 2026-12-01 before any of them trained, with
-# every planned claim's definition frozen (`ten_seed_plan`, committed as results/seed_plan_10.json;
+# every planned claim's definition frozen (`seed_plans.ten_seed_plan`, committed as results/seed_plan_10.json;
 # `mone.chapters.preregistration`). From 5 to 10 paired seeds a 95% t-interval's half-width shrinks
 # by (t(0.975, 9) / sqrt(10)) / (t(0.975, 4) / sqrt(5)) = 0.58.
 SEEDS_TO_TEN = (5, 6, 7, 8, 9)
@@ -330,69 +333,6 @@ def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
           and cfg.model.router_layers[0] == 0)
 
 
-def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | None:
-  """About how long cfg's run takes on the machine that trained the `finished` run files: its
-  training GFLOPs at the fewest seconds per training GFLOP of the finished CPU runs of the same
-  config at another seed or, without one, of the same config name and model kind; None without
-  either. The fewest, because a wall time also counts the evaluations and any other program that
-  shared the CPU; a run's wall time counts from its `timed_from_step` (0, or where a run of older
-  code resumed: its last part only). Scaled from another config, a MoNE run at a lower e_c is
-  underestimated: it spends more time per FLOP (narrower matmuls)."""
-  import dataclasses
-
-  from mone.train import steps
-  timed = [m for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
-           and m.get("device", {}).get("kind") == "cpu" and _timed_from(m) < m["train_steps"]]
-  twins = [m for m in timed if "seed" in m and m.get("config_hash") == results.config_hash(dataclasses.replace(cfg, seed=m["seed"]))]
-  rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - _timed_from(m) / m["train_steps"])) for m in twins or timed]
-  return min(rates) * steps.train_gflops(cfg) if rates else None
-
-
-def _timed_from(m: dict) -> int:
-  """The step a run file's wall time counts from (0, or where a run of older code resumed)."""
-  return m.get("timed_from_step", m.get("resumed_from_step", 0))
-
-
-def recompute_seconds(runs, finished: list[dict]) -> dict:
-  """How long retraining every planned run (`runs`: (label, config) pairs, as `runs()`) takes on
-  this CPU, as `-p recompute True` or the queue from scratch would: a run trained on the CPU and
-  timed from step 0 counts its recorded wall time ('measured'); any other run (trained on a GPU,
-  resumed by older code, or not trained yet) its `estimate_seconds` ('estimated'), or nothing where
-  there is none ('unknown'). Wall times are as recorded: most runs had one of two cores."""
-  by_hash = {m.get("config_hash"): m for m in finished}
-  out = {"measured": 0.0, "estimated": 0.0, "runs_measured": 0, "runs_estimated": 0, "runs_unknown": 0}
-  for _, cfg in runs:
-    m = by_hash.get(results.config_hash(cfg))
-    if m and (m.get("device") or {}).get("kind") == "cpu" and _timed_from(m) == 0 and m.get("wall_time_s"):
-      out["measured"] += m["wall_time_s"]
-      out["runs_measured"] += 1
-    elif (estimate := estimate_seconds(cfg, finished)) is not None:
-      out["estimated"] += estimate
-      out["runs_estimated"] += 1
-    else:
-      out["runs_unknown"] += 1
-  return out
-
-
-def device_table(finished: list[dict]) -> str:
-  """A Markdown table of where the finished runs were trained (`results.trained_where`: a run
-  resumed on another device is its own row, 'H100 then cpu'): per device, the number of runs,
-  their wall time in hours (as recorded: runs resumed by older code count their last part only)
-  and the JAX versions, so a reader sees which comparisons cross devices."""
-  if not finished:
-    return "No run has finished yet.\n"
-  rows = {}
-  for m in finished:
-    r = rows.setdefault(results.trained_where(m), {"runs": 0, "seconds": 0.0, "jax": set()})
-    r["runs"] += 1
-    r["seconds"] += m.get("wall_time_s") or 0.0
-    r["jax"].add(m.get("versions", {}).get("jax", "?"))
-  lines = ["| device | runs | wall time (h) | JAX |", "|---|---|---|---|"]
-  lines += [f"| {name} | {r['runs']} | {r['seconds'] / 3600:.1f} | {', '.join(sorted(r['jax']))} |"
-            for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["runs"])]
-  return "\n".join(lines) + "\n"
-
-
 def runs() -> list[tuple[str, recipes.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs, the
   images, then the other videos; then the ten-seed plan's runs (`ten_seed_runs`)."""
@@ -400,121 +340,3 @@ def runs() -> list[tuple[str, recipes.TrainConfig]]:
   videos = video_runs(seeds=every)
   return ([r for r in videos if r[0] in CALIBRATION] + image_runs(seeds=every)
           + [r for r in videos if r[0] not in CALIBRATION] + ten_seed_runs())
-
-
-def seed_plan(chapters: dict[str, list[dict]]) -> dict:
-  """The pre-registered plan for EXTRA_SEEDS, from the chapters' claims as they stand before any
-  of its runs trained (`claims.load()`): every trained claim and the seeds it will be decided
-  at, with its verdict and CI now (so the verdicts after can be set beside them), the runs, and
-  the rule that reads them (`seeds`). Written once, committed before the runs; a test holds the
-  plan's runs to it."""
-  planned = {}
-  for chapter, rows in chapters.items():
-    for c in rows:
-      if c["kind"] != "trained":
-        continue
-      at_three = c["n_seeds"] == len(SEEDS)
-      planned[c["id"]] = {
-          "chapter": chapter, "seeds_now": c["n_seeds"], "verdict_now": c["verdict"],
-          "measured_now": c["measured"], "ci95_now": c["ci95"],
-          "seeds_planned": len(SEEDS + EXTRA_SEEDS) if at_three else c["n_seeds"],
-          **({} if at_three else {"why_not_more": "a single-seed study (one run per arm at seed 0): "
-                                                  "not part of the headline runs given more seeds"})}
-  return {
-      "fixed_on": "2026-11-28",
-      "seeds": list(SEEDS + EXTRA_SEEDS),
-      "rule": ("Every headline run (the image runs of Figures 3, 6 and 7, the temporal and Table 1 runs, "
-               "the MatViViT and appearance runs) trains at seeds 3 and 4, so that every trained claim now "
-               "decided from 3 paired seeds is decided from 5. The chapters read seeds 3 and 4 only when all "
-               f"{len(extra_runs())} runs have landed (mone.chapters.plan.seeds): no verdict is taken on a "
-               "subset, and training does not stop on a result."),
-      "claims": planned,
-      "runs": [{"label": label, "run_file": experiments.run_path(cfg).name} for label, cfg in extra_runs()],
-  }
-
-
-def ten_seed_plan(chapters: dict[str, list[dict]]) -> dict:
-  """The pre-registered plan for SEEDS_TO_TEN, from the chapters' claims as they stand at five
-  seeds, before any of its runs trained (`claims.load()`, with the family-wise verdicts): its
-  runs (each with the weights file it commits), the rule that reads them, and every trained claim
-  with an interval frozen (`preregistration.frozen`: definition, its hash, where it stands, and its
-  expected power at 10 seeds). Written once and committed before the runs; `make figures` holds the
-  chapters to its definitions (`preregistration.check`)."""
-  from mone.chapters import preregistration
-  n = len(SEEDS + EXTRA_SEEDS + SEEDS_TO_TEN)
-  return {
-      "fixed_on": "2026-12-01",
-      "seeds": list(SEEDS_TO_TEN),
-      "decided_at": list(SEEDS + EXTRA_SEEDS + SEEDS_TO_TEN),
-      "rule": (f"Every headline run of the five-seed plan trains at seeds {SEEDS_TO_TEN[0]}-{SEEDS_TO_TEN[-1]} with the "
-               "same config, only its seed changed, on the CPU (one pinned core per run, float32 matmuls in full "
-               "precision), as seeds 3 and 4 did, and commits its run file and its final parameters. The chapters read "
-               f"seeds {SEEDS_TO_TEN[0]}-{SEEDS_TO_TEN[-1]} only when all {len(ten_seed_runs())} runs have been committed "
-               "(mone.chapters.plan.seeds); until then they read seeds 0-4. No run is added or dropped, and training "
-               f"does not stop on a result. Every claim below is then decided at {n} paired seeds with the definition "
-               "frozen here; make figures fails on a definition that no longer hashes to it unless the change is "
-               "recorded as a deviation (mone.chapters.preregistration), and the book then shows this definition's "
-               "result beside the changed one."),
-      "power_note": (f"expected_at_{n}_seeds is an estimate, not a promise: the share of simulated sets of {n} paired "
-                     "seeds whose 95% t-interval decides the claim each way, if the mean and spread it shows at five seeds "
-                     "were the truth (preregistration.expected_power). Those are themselves noisy estimates from five "
-                     "seeds."),
-      "notes": {"fig1.top_tokens_on_object": (
-          "The five-seed plan decided this claim on the full expert's router probability; the chapter changed to its "
-          "logit (the paper's Figure 1 score) after that plan and before any run of seeds 3-4 landed. This plan freezes "
-          "the logit, and the chapter computes the probability's margins beside it, so the five-seed plan's definition "
-          "can be shown at ten seeds too.")},
-      "claims": preregistration.frozen(chapters, n),
-      "runs": [{"label": label, "run_file": experiments.run_path(cfg).name, "weights_file": experiments.weights_path(cfg).name}
-               for label, cfg in ten_seed_runs()],
-  }
-
-
-def trains_on(root) -> str | None:
-  """The device a planned run that has not landed must train on: "cpu" where `root` holds the seed
-  plan with its device amendment (`amendment`: every paired difference the chapters read is between
-  two CPU runs, so a run trained elsewhere would cross devices again), else None, any device (a
-  results folder of one's own, e.g. the whole profile retrained on one GPU)."""
-  path = Path(root) / "seed_plan.json"
-  return "cpu" if path.is_file() and "amendment" in results.read_json(path) else None
-
-
-def amendment(twins_so_far: dict) -> dict:
-  """The plan's amendment for the device effect (see TWINS), recorded beside the plan it amends,
-  with the device twins it was decided on (`devices.summary` of them) and the twins it adds."""
-  return {"fixed_on": "2026-11-28",
-          "before_any_run_of_seeds": list(EXTRA_SEEDS),
-          "why": "Twins of GPU-trained runs retrained on the CPU at the same seed differ from their originals: the "
-                 "device changes a run's trajectory, and a systematic shift of a few points is not ruled out by the "
-                 "twins so far, so a comparison between arms trained on different devices could measure it.",
-          "decided_on": twins_so_far,
-          "rule": ("Every headline run of seeds 0-2 that trained on a GPU is retrained on the CPU "
-                   "(results/device_twins/cpu/). The chapters read those CPU twins in place of the GPU runs, "
-                   "together with seeds 3 and 4, once all of them have landed (mone.chapters.plan.single_device); "
-                   "every paired difference is then between two CPU runs. New runs of the profile train on the CPU. "
-                   "The device effect is measured on all twins once they have landed (mone.chapters.devices)."),
-          "twin_runs": [{"label": label, "run_file": experiments.run_path(cfg).name} for label, cfg in twin_runs()]}
-
-
-if __name__ == "__main__":
-  import argparse
-
-  from mone.chapters import claims, devices
-  ap = argparse.ArgumentParser(description="Write the pre-registered seed plan (seed_plan) as JSON; --amend adds "
-                                           "the device amendment to an existing plan, leaving the rest as written.")
-  ap.add_argument("out", help="where to write it, e.g. results/seed_plan.json")
-  ap.add_argument("--amend", action="store_true")
-  ap.add_argument("--ten", action="store_true", help="write the ten-seed plan (ten_seed_plan) instead")
-  args = ap.parse_args()
-  if args.ten:
-    from mone.chapters import significance
-    results.atomic_write_json(args.out, ten_seed_plan(significance.annotate(claims.load())))
-    print(f"wrote {args.out}: {len(ten_seed_runs())} runs at seeds {list(SEEDS_TO_TEN)}")
-  elif args.amend:
-    rows = devices.twins()
-    written = results.read_json(args.out)
-    results.atomic_write_json(args.out, {**written, "amendment": amendment({"twins": rows, **devices.summary(rows, None)})})
-    print(f"amended {args.out}: {len(twin_runs())} CPU twins")
-  else:
-    results.atomic_write_json(args.out, seed_plan(claims.load()))
-    print(f"wrote {args.out}: {len(extra_runs())} runs at seeds {list(EXTRA_SEEDS)}")

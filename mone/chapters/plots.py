@@ -1,4 +1,5 @@
-"""Plotting helpers the chapters share: one theme, one colour per model, and the seed spreads.
+"""Plotting helpers the chapters share: one theme, one colour per model, and the seed spreads,
+with the accuracy figures drawn from them (Figures 3 to 5, Table 1, learning curves).
 
 Every figure of the book is drawn in one theme (`theme`: seaborn's whitegrid on its colourblind
 palette) and gives each model one colour in every chapter (`MODEL_COLORS`, looked up by
@@ -8,15 +9,14 @@ model's colour (`seed_color`); Figure 5's MoNE models, one per training capacity
 warm ramp (`capacity_color`).
 
 The statistics are seaborn's, drawn from a tidy table with one row per seed and point
-(`points_frame`): a mean over seeds with the seeds' range as a bar, the seeds themselves as dots,
-a claim's paired differences with the t-interval its verdict rests on (`claims.paired_ci`). The
-functions take plain data (dicts, lists of dicts), so they are tested without training.
+(`points_frame`): a mean over seeds with the seeds' range as a bar, the seeds themselves as dots.
+The functions take plain data (dicts, lists of dicts), so they are tested without training. The
+routers' figures are `mone.chapters.router_plots`; the claims' own, `mone.chapters.claim_plots`.
 
 The small profile's models cost around 10 MFLOPs per image, so an axis in GFLOPs gets a `1e-2`
 offset that a reader has to multiply in; `flops_unit` picks the unit that makes the numbers
 readable.
 """
-import math
 import numbers
 import textwrap
 
@@ -46,15 +46,12 @@ _ALIASES = {**KIND_NAMES, "learned router": "MoNE", "random router": "MoNE, rand
             "MoNE adaptive, isoFLOPs": "MoNE adaptive", "Train Adaptive": "MoNE adaptive"}
 # How far seed s's colour is mixed towards white (seed s % 5): seed 0 in the model's own colour.
 SEED_SHADES = (0.0, 0.3, 0.5, 0.65, 0.78)
-# The verdicts' colours in the claims figure.
-VERDICT_COLORS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:gray",
-                  "not testable": "0.7"}
 
 
 def save_png(fig, path, dpi: int) -> None:
   """Writes fig to path as a PNG atomically (a temporary file in the same folder, then os.replace:
   a reader never sees half a figure) and closes it. No version stamp in the file, so it changes
-  only with its data. For the landing step's figures, which `claims.main` draws outside a chapter
+  only with its data. For the landing step's figures, which `python -m mone.chapters` draws outside a chapter
   (`experiments.save_figure` writes a chapter's)."""
   import os
   from pathlib import Path
@@ -155,7 +152,7 @@ def points_frame(by_seed: dict):
   return df
 
 
-def _mean_and_seeds(ax, df, x: str, color, label: str | None, dots: bool = True, **line):
+def mean_and_seeds(ax, df, x: str, color, label: str | None, dots: bool = True, **line):
   """A curve of the mean over seeds at each x with the seeds' range as a bar (seaborn's
   percentile interval at 100: from the lowest seed to the highest) and, with dots, each seed."""
   import seaborn as sns
@@ -164,78 +161,6 @@ def _mean_and_seeds(ax, df, x: str, color, label: str | None, dots: bool = True,
                label=label, err_kws={"ecolor": _light(color), "elinewidth": 2.5}, ax=ax, **line)
   if dots:
     sns.scatterplot(df, x=x, y="accuracy_pct", color=color, s=10, alpha=0.5, linewidth=0, legend=False, ax=ax)
-
-
-def _region(claim):
-  """The interval of (MoNE - baseline) that reproduces the claim, for shading."""
-  tol = claim.get("tolerance") or 0.0
-  return {"matches": (-tol, tol), "no_worse": (-tol, math.inf), "beats": (0.0, math.inf)}[claim["relation"]]
-
-
-def _paired_ci(values) -> tuple[float, float]:
-  """The claims' 95% t-interval of a mean of paired differences (`claims.paired_ci`), as
-  seaborn's errorbar: the bar is the interval the verdict rests on, not a bootstrap's."""
-  from mone.chapters import claims
-  return claims.paired_ci(list(values))[1:]
-
-
-def claims_figure(claims: list[dict], title: str = ""):
-  """One row per trained claim, paired (`claims.PAIRING`): the per-seed differences (dots, a strip plot), their mean and
-  95% CI (diamond and bar, a point plot with the claims' own t-interval, coloured by verdict)
-  and the region that reproduces the claim (green band). Returns the figure, or None when no
-  claim was decided from trained models."""
-  import matplotlib.pyplot as plt
-  import pandas as pd
-  import seaborn as sns
-  from matplotlib.lines import Line2D
-  theme()
-  rows = [c for c in claims if c["kind"] == "trained" and c.get("per_seed")]
-  if not rows:
-    return None
-  if unpaired := [c["id"] for c in rows if c.get("test") == "welch"]:
-    # Its per-seed differences pair nothing, and its interval is Welch's, not the one drawn here.
-    raise ValueError(f"claims_figure draws paired differences; these claims are unpaired (Welch): {unpaired}")
-  df = pd.DataFrame([{"claim": c["id"], "difference": v} for c in rows for v in c["per_seed"]])
-  order = [c["id"] for c in rows]  # first on top: seaborn puts a categorical y axis's first level there
-  fig, ax = plt.subplots(figsize=(7.5, 0.75 * len(rows) + 1.3))
-  values = [v for c in rows for v in c["per_seed"] + (c["ci95"] or [])]
-  lo, hi = min(values + [0.0]), max(values + [0.0])
-  pad = 0.1 * (hi - lo or 1.0)
-  lo, hi = lo - pad, hi + pad
-  for y, c in enumerate(rows):
-    a, b = _region(c)
-    ax.fill_betweenx([y - 0.35, y + 0.35], max(a, lo), min(b, hi), color="tab:green", alpha=0.12, lw=0)
-  palette = {c["id"]: VERDICT_COLORS[c["verdict"]] for c in rows}
-  sns.pointplot(df, x="difference", y="claim", order=order, hue="claim", hue_order=order, palette=palette, estimator="mean",
-                errorbar=_paired_ci, markers="D", markersize=7, linestyles="none", err_kws={"linewidth": 3},
-                legend=False, ax=ax)
-  sns.stripplot(df, x="difference", y="claim", order=order, color="k", size=4, alpha=0.7, jitter=False, zorder=3, ax=ax)
-  for y, c in enumerate(rows):
-    ax.annotate(f"{c['verdict']} ({c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)})", (hi, y), xytext=(4, 0),
-                textcoords="offset points", va="center", fontsize=8, color=palette[c["id"]], annotation_clip=False)
-  ax.axvline(0, color="k", lw=0.6)
-  ax.tick_params(axis="y", labelsize=8)
-  ax.set_xlim(lo, hi)
-  ax.set_xlabel("MoNE minus baseline (accuracy points; diamond: mean, bar: 95% CI, band: what the claim needs)", fontsize=8)
-  ax.set_ylabel("")
-  ax.set_title(title or "The trained claims, seed by seed", fontsize=10)
-  ax.legend([Line2D([], [], ls="none", marker="o", color="k", ms=4, alpha=0.7)], ["one seed"], fontsize=8, loc="lower left")
-  fig.tight_layout()
-  return fig
-
-
-def outline_tokens(ax, selected, patch: int, grid: int, color: str = "yellow", lw: float = 1.6) -> int:
-  """Draws a square around every selected token (bool [grid * grid], patch order) of an image
-  shown with ax.imshow; readable on dark frames, where fading or tinting tokens is not.
-  Returns the number of tokens outlined."""
-  from matplotlib.patches import Rectangle
-  import numpy as np
-  sel = np.asarray(selected, bool).reshape(grid, grid)
-  for r, c in zip(*np.nonzero(sel)):
-    ax.add_patch(Rectangle((c * patch - 0.5, r * patch - 0.5), patch, patch, fill=False, edgecolor=color, lw=lw))
-  return int(sel.sum())
-
-
 # Figures 3 and 4: accuracy against inference FLOPs, one panel per model size or task. The
 # colours are MODEL_COLORS'; these are the markers and lines (the single-model points unjoined).
 CURVE_STYLE = {"MatViT": dict(marker="s"), "MatViViT": dict(marker="s"),
@@ -262,7 +187,7 @@ def accuracy_flops_figure(by_seed: dict, titles: dict, dense: str, per: str = "i
     for label, style in CURVE_STYLE.items():
       pts = panel[panel["model"] == label]
       if len(pts):
-        _mean_and_seeds(ax, pts, "flops", model_color(label), label, **style)
+        mean_and_seeds(ax, pts, "flops", model_color(label), label, **style)
     ax.axhline(panel.loc[panel["model"] == dense, "accuracy_pct"].mean(), color=model_color(dense), lw=0.6, ls=":")
     ax.set(title=textwrap.fill(title, 60), ylabel="top-1 accuracy (%)")  # side by side, long titles ran into each other
   axes[0, 0].legend(fontsize=9)
@@ -343,89 +268,6 @@ def table1_figure(rows: list[dict], order: list[str], title: str):
   return fig
 
 
-def token_grid(images, selected: dict, patch: int, masks=None, title: str = "", cols: int = 4):
-  """One row per key of `selected` (bool [n, N]: the tokens shown in full; the rest are dimmed)
-  over the first `cols` images, the object's outline in red where `masks` are given."""
-  import matplotlib.pyplot as plt
-  from mone.chapters import routers
-  theme()
-  fig, axes = plt.subplots(len(selected), cols, figsize=(1.9 * cols, 2 * len(selected) + 0.4), squeeze=False)
-  for row, (name, sel) in zip(axes, selected.items()):
-    for i, ax in enumerate(row):
-      ax.imshow(routers.highlight_tokens(images[i], sel[i], patch))
-      if masks is not None:
-        ax.contour(masks[i], levels=[0.5], colors="red", linewidths=0.6)
-      ax.set_xticks([]), ax.set_yticks([])
-    row[0].set_ylabel(name)
-  fig.suptitle(title)
-  fig.tight_layout()
-  return fig
-
-
-def overlap_figure(rows: list[dict], title: str):
-  """Precision, recall and IoU (in %) of each row of `routers.overlap` results, grouped bars in
-  each router's colour (the learned router is MoNE's)."""
-  import matplotlib.pyplot as plt
-  import pandas as pd
-  import seaborn as sns
-  theme()
-  metrics = {"precision": "precision", "recall": "recall", "iou": "IoU"}
-  df = pd.DataFrame([{"router": r["router"], "metric": name, "pct": 100 * r[m]} for r in rows for m, name in metrics.items()])
-  routers = [r["router"] for r in rows]
-  fig, ax = plt.subplots(figsize=(5.5, 3.2))
-  sns.barplot(df, x="metric", y="pct", hue="router", order=list(metrics.values()), hue_order=routers,
-              palette={r: model_color(r) for r in routers}, errorbar=None, saturation=1, ax=ax)
-  ax.set(xlabel="", ylabel="% (mean over test images)", title=title)
-  ax.legend(fontsize=8)
-  fig.tight_layout()
-  return fig
-
-
-def expert_share_figure(share: list[dict], names: list[str], title: str):
-  """Where EPR sends the object tokens (`routers.expert_object_share` rows, with 'seed' and the
-  expert's name 'width'): the share of object tokens among each expert's, one bar per seed in
-  the seed's shade of MoNE's colour, and the base rate a router blind to the object gives."""
-  import matplotlib.pyplot as plt
-  import pandas as pd
-  import seaborn as sns
-  theme()
-  df = pd.DataFrame(share).assign(run=lambda d: [f"seed {s}" for s in d["seed"]])
-  seeds = list(dict.fromkeys(df["seed"]))
-  fig, ax = plt.subplots(figsize=(6.0, 3.4))
-  sns.barplot(df, x="width", y="object_share_pct", hue="run", order=names, hue_order=[f"seed {s}" for s in seeds],
-              palette={f"seed {s}": seed_color("MoNE", s) for s in seeds}, errorbar=None, saturation=1, ax=ax)
-  first = df[df["seed"] == seeds[0]].set_index("width")
-  ax.axhline(first["object_pct"].iloc[0], color="k", ls="--", lw=1, label="base rate (blind router)")
-  ax.set_xticks(range(len(names)), [f"{n}\n{first.loc[n, 'tokens_pct']:.0f}% of tokens" for n in names])
-  ax.set(xlabel="", ylabel="object tokens among the expert's (%)", title=title)
-  ax.legend(fontsize=8)
-  fig.tight_layout()
-  return fig
-
-
-def video_tokens_figure(video, full, tubelet: int, patch: int, masks=None, labels=None, title: str = "", clips: int = 2):
-  """For the first `clips` clips (rows), the first frame of every temporal index (columns) with
-  the tokens the full model processes outlined (`full`: bool [n, T', N]) and, where `masks` are
-  given, the moving objects in red."""
-  import matplotlib.pyplot as plt
-  theme()
-  nt = full.shape[1]
-  fig, axes = plt.subplots(clips, nt, figsize=(2.2 * nt, 2.5 * clips), squeeze=False)
-  for i, row in enumerate(axes):
-    for t, ax in enumerate(row):
-      ax.imshow(video[i, t * tubelet])
-      if masks is not None:
-        ax.contour(masks[i, t * tubelet], levels=[0.5], colors="red", linewidths=0.8)
-      outline_tokens(ax, full[i, t], patch, video.shape[2] // patch)
-      ax.set_xticks([]), ax.set_yticks([])
-      if i == 0:
-        ax.set_title(f"temporal index {t}\n(frame {t * tubelet})", fontsize=10)
-    row[0].set_ylabel(f"test clip {i + 1}" + ("" if labels is None else f"\n(label {labels[i]})"), fontsize=10)
-  fig.suptitle(title, fontsize=11)
-  fig.tight_layout()
-  return fig
-
-
 def adaptation_figure(by_seed: dict, title: str, per: str = "image"):
   """Figure 5: each model's accuracy over the inference budgets it was evaluated at, the mean
   over seeds with the seeds' range as a bar (`by_seed`: {seed: {label: points}}; a model trained
@@ -442,7 +284,7 @@ def adaptation_figure(by_seed: dict, title: str, per: str = "image"):
     pts = df[df["model"] == label]
     adaptive = label == "Train Adaptive"
     color = model_color(label) if adaptive else capacity_color(pts["train_e_c"].iloc[0])
-    _mean_and_seeds(ax, pts, "flops", color, label, dots=False, markersize=4, linestyle="--" if adaptive else "-")
+    mean_and_seeds(ax, pts, "flops", color, label, dots=False, markersize=4, linestyle="--" if adaptive else "-")
     star = pts[pts["e_c"] == pts["train_e_c"]].groupby("flops")["accuracy_pct"].mean()
     ax.plot(star.index, star.values, "*", ms=16, color=color)
   top = ax.secondary_xaxis("top")  # the budgets of the adaptive model's curve (or, before it exists, the longest)
@@ -485,60 +327,4 @@ def learning_curves_figure(runs: dict, title: str = "", colors: dict | None = No
              ncol=2, fontsize=8, frameon=False)
   if title:
     fig.suptitle(title, y=1.02)
-  return fig
-
-
-def router_figure(study: dict, e_c: float, router_counts, title: str):
-  """Figure 6 (`study`: {study: {value: {seed: point}}} for 'curve' (MoNE over e_c, router at
-  layer 0), 'router position', 'number of routers', 'learned router' and 'random router'):
-  (a) the layer-0 curve as a mean over seeds with the seeds' range, and each seed's run with the
-  router later (marker: layer, shade: seed); (b) each seed's accuracy by number of routers;
-  (c) the learned and the random router over e_c, means with the seeds' range."""
-  import matplotlib.pyplot as plt
-  import pandas as pd
-  import seaborn as sns
-  theme()
-  frame = lambda name: pd.DataFrame([{"value": v, "seed": s, **p} for v, by_seed in study.get(name, {}).items()
-                                     for s, p in by_seed.items()], columns=["value", "seed", "gflops", "accuracy_pct"])
-  curve, later = frame("curve"), frame("router position")
-  later = later[later["value"] != 0]  # layer 0 is the curve's own run at this e_c
-  fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), layout="constrained")  # the FLOPs axes need it
-  ax = axes[0]
-  unit = flops_axis(ax, list(curve["gflops"]) + list(later["gflops"]))
-  if len(curve):
-    _mean_and_seeds(ax, curve.assign(flops=curve["gflops"] / unit), "flops", model_color("MoNE"),
-                    "layer 0, $e_c$ sweep (seed mean)")
-  if len(later):  # each seed's run with the router later: marker by layer, shade by seed, one legend entry each
-    later = later.assign(flops=later["gflops"] / unit, run=[f"seed {s}" for s in later["seed"]])
-    marker = dict(zip(dict.fromkeys(later["value"]), "s^DvP<>"))
-    sns.scatterplot(later, x="flops", y="accuracy_pct", hue="run", style="value", s=70, markers=marker, legend=False,
-                    palette={f"seed {s}": seed_color("MoNE", s) for s in later["seed"]}, ax=ax)
-    for layer, s in zip(later["value"], later["seed"]):
-      ax.plot([], [], ls="none", marker=marker[layer], ms=8, color=seed_color("MoNE", s), label=f"layer {layer}, $e_c$={e_c}, seed {s}")
-  ax.set(title="(a) router position", ylabel="top-1 accuracy (%)")
-  ax.legend(fontsize=9)
-  ax = axes[1]
-  counts = frame("number of routers")
-  if len(counts):
-    counts = counts.assign(run=[f"seed {s}" for s in counts["seed"]])
-    sns.lineplot(counts, x="value", y="accuracy_pct", hue="run", estimator=None, marker="o",
-                 palette={f"seed {s}": seed_color("MoNE", s) for s in counts["seed"]}, ax=ax)
-  ax.set(title=f"(b) number of routers, $e_c$={e_c}", xlabel="routers (evenly spaced from layer 0)",
-         ylabel="top-1 accuracy (%)", xticks=list(router_counts))
-  if ax.get_legend():
-    ax.legend(fontsize=9)
-  ax = axes[2]
-  both = pd.concat([frame("learned router").assign(model="MoNE"), frame("random router").assign(model="MoNE, random router")])
-  unit = flops_axis(ax, list(both["gflops"]) or list(curve["gflops"]))
-  for model, name, style in (("MoNE", "learned router", dict(marker="o")), ("MoNE, random router", "random router",
-                                                                          dict(marker="s", linestyle="--"))):
-    pts = both[both["model"] == model]
-    if len(pts):
-      _mean_and_seeds(ax, pts.assign(flops=pts["gflops"] / unit), "flops", model_color(model), f"MoNE, {name} (seed mean)", **style)
-  ax.set(title="(c) learned vs random router", ylabel="top-1 accuracy (%)")
-  ax.legend(fontsize=10)
-  for ax in axes:
-    for item in [ax.title, ax.xaxis.label, ax.yaxis.label] + ax.get_xticklabels() + ax.get_yticklabels():
-      item.set_fontsize(11)
-  fig.suptitle(title, fontsize=13)
   return fig

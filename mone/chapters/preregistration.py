@@ -14,6 +14,7 @@ chapter's code and this table change together, which review can check in one pla
 """
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def frozen(chapters: dict[str, list[dict]], n: int) -> dict:
     d = definition(c)
     out[cid] = {"chapter": chapter, "definition": d, "definition_hash": definition_hash(d),
                 "now": {"mean": c["measured"], "ci95": c["ci95"], "n_seeds": c["n_seeds"],
-                        "sd": claims_lib._round(float(np.std(c["per_seed"], ddof=1))),
+                        "sd": claims_lib.rounded(float(np.std(c["per_seed"], ddof=1))),
                         "verdict": c["verdict"], "verdict_familywise": c.get("verdict_familywise")},
                 f"expected_at_{n}_seeds": expected_power(c, n)}
   return out
@@ -152,6 +153,17 @@ def check(plan: dict, plan_name: str, chapters: dict[str, list[dict]]) -> list[s
       changed = sorted(k for k in d if d[k] != frozen_claim["definition"].get(k))
       problems.append(f"{cid}: its definition changed since {plan_name} ({', '.join(changed)}); restore it, or record "
                       "the change in mone.chapters.preregistration.DEVIATIONS with what changed and why")
+  return problems
+
+
+def check_plans(root) -> list[str]:
+  """`check` of every seed plan under the results folder `root` that freezes definitions
+  (seed_plan*.json), one line per problem: empty where the chapters match them all."""
+  problems = []
+  for path in sorted(Path(root).glob("seed_plan*.json")):
+    plan = json.loads(path.read_text())
+    if any("definition_hash" in c for c in plan.get("claims", {}).values()):
+      problems += check(plan, path.name, claims_lib.load(root))
   return problems
 
 

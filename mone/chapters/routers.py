@@ -16,9 +16,13 @@ import numpy as np
 # pixels of a 4x4 patch. About 19% of the small profile's tokens qualify.
 OBJECT_FRACTION = 0.125
 
+
 def eval_examples(cfg, num: int) -> dict:
   """The first `num` test examples of cfg's dataset as stored: uint8 'image' [n, H, W, 3],
   'label' and, for the embedded digits, the object 'mask' [n, H, W]."""
+  # The data and model stacks (skimage, PIL, JAX) are imported where they are used: the claims
+  # command imports this module (`preregistration` reads OBJECT_FRACTION) in the book's
+  # environment, which has neither.
   from mone.data import sources
   source = sources.data_sources(cfg)[1]
   return dict(source.get_batch(np.arange(min(num, len(source)))))
@@ -39,7 +43,7 @@ def router_outputs(params, cfg, images, e_c: float | None = None, batch_size: in
   return the router's logits [n, N, E] (before the softmax over experts), third."""
   import jax
 
-  from mone.train import steps
+  from mone.train import steps  # the model stack: see `eval_examples`
   e_c = cfg.e_c if e_c is None else e_c
   if e_c is None:
     raise ValueError("e_c is needed for an adaptively trained model (cfg.e_c is None)")
@@ -103,7 +107,7 @@ def video_token_mask(mask, tubelet: int, patch: int) -> np.ndarray:
   """Per-token object coverage of clips: float32 [n, T', N] from per-frame masks
   bool [n, T, H, W], a tubelet token's coverage being the mean over its `tubelet` frames (as
   `mone.data.digits.token_mask` per frame). Index [:, t] matches the routing of temporal index t."""
-  from mone.data import digits
+  from mone.data import digits  # the data stack: see `eval_examples`
   mask = np.asarray(mask)
   n, t, h, w = mask.shape
   if tubelet < 1 or t % tubelet:

@@ -1,0 +1,183 @@
+"""The figures of the claims themselves: a chapter's trained claims seed by seed, the landing
+page's forest plot of every trained claim, and the intervals before and after of two results
+folders (`pages.changes` as a picture).
+
+Each draws the interval a verdict rests on (`stats.paired_ci`; Welch's, dashed, where the claim
+is unpaired by design, `claims.PAIRING`) in the colour of its verdict. The landing figures are
+drawn outside a chapter, by `python -m mone.chapters claims`, and written with `plots.save_png`;
+matplotlib is imported inside the functions that draw: the book's environment, which writes the
+pages, has none.
+"""
+import math
+
+from mone.chapters import claims as claims_lib
+from mone.chapters import plots, stats
+
+# The verdicts' colours in a chapter's claims figure.
+VERDICT_COLORS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:gray",
+                  "not testable": "0.7"}
+
+
+
+def _region(claim):
+  """The interval of (MoNE - baseline) that reproduces the claim, for shading."""
+  tol = claim.get("tolerance") or 0.0
+  return {"matches": (-tol, tol), "no_worse": (-tol, math.inf), "beats": (0.0, math.inf)}[claim["relation"]]
+
+
+def _paired_ci(values) -> tuple[float, float]:
+  """The claims' 95% t-interval of a mean of paired differences (`stats.paired_ci`), as
+  seaborn's errorbar: the bar is the interval the verdict rests on, not a bootstrap's."""
+  return stats.paired_ci(list(values))[1:]
+
+
+def claims_figure(claims: list[dict], title: str = ""):
+  """One row per trained claim, paired (`claims.PAIRING`): the per-seed differences (dots, a strip
+  plot), their mean and 95% CI (diamond and bar, a point plot with the claims' own t-interval, coloured by verdict)
+  and the region that reproduces the claim (green band). Returns the figure, or None when no
+  claim was decided from trained models."""
+  import matplotlib.pyplot as plt
+  import pandas as pd
+  import seaborn as sns
+  from matplotlib.lines import Line2D
+  plots.theme()
+  rows = [c for c in claims if c["kind"] == "trained" and c.get("per_seed")]
+  if not rows:
+    return None
+  if unpaired := [c["id"] for c in rows if c.get("test") == "welch"]:
+    # Its per-seed differences pair nothing, and its interval is Welch's, not the one drawn here.
+    raise ValueError(f"claims_figure draws paired differences; these claims are unpaired (Welch): {unpaired}")
+  df = pd.DataFrame([{"claim": c["id"], "difference": v} for c in rows for v in c["per_seed"]])
+  order = [c["id"] for c in rows]  # first on top: seaborn puts a categorical y axis's first level there
+  fig, ax = plt.subplots(figsize=(7.5, 0.75 * len(rows) + 1.3))
+  values = [v for c in rows for v in c["per_seed"] + (c["ci95"] or [])]
+  lo, hi = min(values + [0.0]), max(values + [0.0])
+  pad = 0.1 * (hi - lo or 1.0)
+  lo, hi = lo - pad, hi + pad
+  for y, c in enumerate(rows):
+    a, b = _region(c)
+    ax.fill_betweenx([y - 0.35, y + 0.35], max(a, lo), min(b, hi), color="tab:green", alpha=0.12, lw=0)
+  palette = {c["id"]: VERDICT_COLORS[c["verdict"]] for c in rows}
+  sns.pointplot(df, x="difference", y="claim", order=order, hue="claim", hue_order=order, palette=palette, estimator="mean",
+                errorbar=_paired_ci, markers="D", markersize=7, linestyles="none", err_kws={"linewidth": 3},
+                legend=False, ax=ax)
+  sns.stripplot(df, x="difference", y="claim", order=order, color="k", size=4, alpha=0.7, jitter=False, zorder=3, ax=ax)
+  for y, c in enumerate(rows):
+    ax.annotate(f"{c['verdict']} ({c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)})", (hi, y), xytext=(4, 0),
+                textcoords="offset points", va="center", fontsize=8, color=palette[c["id"]], annotation_clip=False)
+  ax.axvline(0, color="k", lw=0.6)
+  ax.tick_params(axis="y", labelsize=8)
+  ax.set_xlim(lo, hi)
+  ax.set_xlabel("MoNE minus baseline (accuracy points; diamond: mean, bar: 95% CI, band: what the claim needs)", fontsize=8)
+  ax.set_ylabel("")
+  ax.set_title(title or "The trained claims, seed by seed", fontsize=10)
+  ax.legend([Line2D([], [], ls="none", marker="o", color="k", ms=4, alpha=0.7)], ["one seed"], fontsize=8, loc="lower left")
+  fig.tight_layout()
+  return fig
+
+
+LANDING_COLOURS = {"reproduced": "#029e73", "not reproduced": "#d55e00", "inconclusive": "#949494"}
+WELCH_DASH = (0, (2, 1))  # an unpaired claim's interval (Welch's, from both arms): not a CI of paired differences
+DIFFERENCE_AXIS = "MoNE minus the baseline (points), mean and 95% CI over seeds"
+
+
+def _with_interval(claims: list[dict]) -> list[dict]:
+  """The claims the forest figures draw: trained comparisons in points that have a 95% CI."""
+  return [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
+
+
+def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path, before: str, after: str) -> None:
+  """`pages.changes` as a picture: for every trained claim with an interval in both sets ({chapter:
+  claims}), its mean and 95% CI before (thin, above) and after (thick, below), coloured by each
+  verdict, so that a reader sees which intervals shrank, which means moved and which crossed
+  zero. `before` and `after` name the two sets in the legend. matplotlib is imported here only."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  ids = lambda sets: {c["id"]: c for c in _with_interval([c for cs in sets.values() for c in cs])}
+  a, b = ids(old), ids(new)
+  shared = [i for i in b if i in a]
+  if not shared:
+    raise ValueError("compare_figure: no trained claim has an interval in both sets")
+  fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(shared) + 1.4))
+  for y, ident in enumerate(reversed(shared)):
+    for c, dy, lw, ms in ((a[ident], 0.17, 1.2, 3.5), (b[ident], -0.12, 3.0, 5.5)):
+      col = LANDING_COLOURS[c["verdict"]]
+      ax.plot(c["ci95"], [y + dy] * 2, color=col, lw=lw, solid_capstyle="butt", alpha=0.55 if dy > 0 else 1.0,
+              ls=WELCH_DASH if c.get("test") == "welch" else "-")
+      ax.plot(c["measured"], y + dy, "o", color=col, ms=ms, alpha=0.55 if dy > 0 else 1.0)
+  ax.axvline(0, color="k", lw=0.8)
+  ax.set_yticks(range(len(shared)), [i + (" (unpaired)" if b[i].get("test") == "welch" else "") for i in reversed(shared)],
+                fontsize=8)
+  ax.plot([], [], color="0.4", lw=1.2, alpha=0.55, label=f"{before} (thin, above)")
+  ax.plot([], [], color="0.4", lw=3.0, label=f"{after} (thick, below)")
+  for v, col in LANDING_COLOURS.items():
+    ax.plot([], [], "s", color=col, label=v)
+  ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, handlelength=1.5,
+            columnspacing=1.0)  # above the axes: no claim's interval is hidden under it
+  ax.set_xlabel(DIFFERENCE_AXIS)
+  ax.set_title(f"Every trained claim with an interval: {before} and {after}", fontsize=10, pad=36)
+  ax.grid(alpha=0.3, axis="x")
+  fig.tight_layout()
+  plots.save_png(fig, path, dpi=110)
+
+
+# Claims about drops and token precision, whose differences run to tens of points: drawn in a panel
+# of their own, so that the accuracy claims' intervals (a few points) stay readable on theirs.
+TREND_PREFIXES = ("fig1.", "fig5.", "fig7.")
+
+
+def landing_figure(claims: list[dict], path) -> None:
+  """The landing page's figure: every trained comparison's mean difference (MoNE minus
+  the baseline, in points) with its 95% CI (paired; dashed where the claim is unpaired by
+  design, `claims.PAIRING`), coloured by the verdict a tally counts (`claims.counted_verdict`;
+  the mean hollow where the family-wise verdict, `significance.annotate`, does not keep it), and
+  the band or threshold its claim must clear. Two panels on their own axes: the accuracy comparisons
+  (Figures 3, 4, 6, Table 1), then the trends (`TREND_PREFIXES`). matplotlib is imported here
+  only: the book's environment has none and only references the committed figure."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.lines
+  import matplotlib.patches
+  import matplotlib.pyplot as plt
+  cs = _with_interval(claims)
+  panels = [("Accuracy: MoNE minus the baseline (points)", [c for c in cs if not c["id"].startswith(TREND_PREFIXES)]),
+            ("Drops and token precision (points)", [c for c in cs if c["id"].startswith(TREND_PREFIXES)])]
+  panels = [(t, p) for t, p in panels if p]
+  if not panels:
+    return
+  colour = LANDING_COLOURS
+  fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 0.25 * len(cs) + 0.8 * len(panels) + 0.6), squeeze=False,
+                           gridspec_kw={"height_ratios": [len(p) + 1.5 for _, p in panels]})
+  for ax, (title, pcs) in zip(axes[:, 0], panels):
+    for y, c in enumerate(reversed(pcs)):
+      v = claims_lib.counted_verdict(c)
+      shown = claims_lib.counted(c)
+      lo, hi = shown["ci95"]
+      ax.plot([lo, hi], [y, y], color=colour[v], lw=2.5, solid_capstyle="butt",
+              ls=WELCH_DASH if shown.get("test") == "welch" else "-")
+      lost = c.get("verdict_familywise", v) != v  # decided alone, not family-wise
+      ax.plot(shown["measured"], y, "o", color=colour[v], ms=6 if lost else 5, mfc="white" if lost else None)
+      tol = c["tolerance"]
+      if c["relation"] == "matches":
+        ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
+      elif c["relation"] == "no_worse":
+        ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(pcs)), [c["id"] + (" (pre-registered)" if "plan_deviation" in c else "")
+                                   + (" (unpaired)" if claims_lib.counted(c).get("test") == "welch" else "")
+                                   + (" (exploratory)" if c.get("exploratory") else "") for c in reversed(pcs)], fontsize=10)
+    ax.set_ylim(-0.7, len(pcs) - 0.3)
+    ax.set_title(title, fontsize=11, loc="left")
+    ax.tick_params(axis="x", labelsize=10)
+    ax.grid(alpha=0.3, axis="x")
+  handles = [matplotlib.lines.Line2D([], [], color=col, lw=2.5, label=v) for v, col in colour.items()]
+  if any(c.get("test") == "welch" for c in cs):
+    handles.append(matplotlib.lines.Line2D([], [], color="0.3", lw=2.5, ls=WELCH_DASH, label="unpaired: Welch's CI"))
+  if any(c.get("verdict_familywise", claims_lib.counted_verdict(c)) != claims_lib.counted_verdict(c) for c in cs):
+    handles.append(matplotlib.lines.Line2D([], [], marker="o", color="0.3", mfc="white", ls="", label="not kept family-wise"))
+  handles.append(matplotlib.patches.Patch(color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie"))
+  # below the panels, off the data
+  fig.legend(handles=handles, fontsize=10, loc="lower center", ncol=3, frameon=False)
+  fig.tight_layout(rect=(0, 0.08, 1, 1))
+  plots.save_png(fig, path, dpi=110)

@@ -1,0 +1,174 @@
+"""The statistics behind every trained verdict: t-based confidence intervals (paired, or Welch's
+for independent arms), the verdict an interval gives against a tolerance region, the p-value of
+the test it performs, and Holm's family-wise procedure.
+
+Plain numbers in, plain numbers out: a claim record, its kinds and its pairing by design are
+`mone.chapters.claims`; the p-values, family-wise verdicts and power of the book's claims are
+`mone.chapters.significance`.
+
+An interval of MoNE minus the baseline is judged by one of three relations (`RELATIONS`, `decide`):
+
+* "matches": reproduced when the CI lies inside [-tolerance, +tolerance];
+* "no_worse": reproduced when the CI lies above -tolerance ("without any accuracy drop");
+* "beats": reproduced when the CI excludes 0 in MoNE's favour.
+
+Not reproduced when the CI rules the claim out (it lies entirely outside the region; for "beats",
+when it rules out any advantage larger than the tolerance), inconclusive otherwise.
+
+The p-value of each relation is the one of the test its interval performs, so that p < 0.05
+exactly when the two-sided 95% interval gives the verdict (T is Student's t with the interval's
+degrees of freedom, t(x) = (mean - x) / se; `interval_p_value`):
+
+* "beats": p = 2 P(T >= t(0)); ruled out (the CI lies below the tolerance): p = 2 P(T <= t(tolerance)).
+* "no_worse": p = 2 P(T >= t(-tolerance)); ruled out: p = 2 P(T <= t(-tolerance)).
+* "matches": two one-sided tests, p = the larger of 2 P(T >= t(-tolerance)) and 2 P(T <= t(tolerance));
+  ruled out when the CI lies wholly outside: the smaller of 2 P(T <= t(-tolerance)) and 2 P(T >= t(tolerance)).
+
+A claim that is not reproduced gets the p of the test that ruled it out; any other (reproduced,
+or inconclusive) the p of the test that would reproduce it. The factor 2 makes each one-sided
+test one half of the two-sided 95% interval, as the verdicts use it.
+"""
+import math
+
+import numpy as np
+import scipy.stats
+
+RELATIONS = ("matches", "no_worse", "beats")
+FAMILY_ALPHA = 0.05
+
+
+def paired_ci(diffs, level: float = 0.95) -> tuple[float, float, float]:
+  """(mean, low, high) of the t-based confidence interval of the mean of paired differences.
+  With one difference the interval is unbounded (NaN); with identical ones it is a point."""
+  d = np.asarray(list(diffs), float)
+  if d.ndim != 1 or not len(d):
+    raise ValueError(f"diffs must be a non-empty list of numbers, got {diffs!r}")
+  if not 0 < level < 1:
+    raise ValueError(f"level must be in (0, 1), got {level}")
+  mean = float(d.mean())
+  if len(d) < 2:
+    return mean, float("nan"), float("nan")
+  half = float(scipy.stats.t.ppf(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+  return mean, mean - half, mean + half
+
+
+def welch_se_df(var_a: float, n_a: int, var_b: float, n_b: int) -> tuple[float, float]:
+  """(standard error, Welch-Satterthwaite degrees of freedom) of a difference of two independent
+  means, from each arm's sample variance and count (at least 2). No spread in either arm:
+  standard error 0, degrees of freedom n_a + n_b - 2 (the interval is then a point). `welch` calls
+  it with the arms' own counts; the power estimate (`significance.interval`) with n seeds per arm."""
+  if min(n_a, n_b) < 2:
+    raise ValueError(f"n_a and n_b must be at least 2, got {n_a} and {n_b}")
+  va, vb = var_a / n_a, var_b / n_b
+  se = math.sqrt(va + vb)
+  df = (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1)) if se > 0 else n_a + n_b - 2.0
+  return se, float(df)
+
+
+def welch(a, b) -> tuple[float, float, float]:
+  """(mean(a) - mean(b), its standard error, Welch-Satterthwaite degrees of freedom) of two
+  independent samples of at least 2 values each (`welch_se_df`)."""
+  a, b = np.asarray(list(a), float), np.asarray(list(b), float)
+  if a.ndim != 1 or b.ndim != 1 or min(len(a), len(b)) < 2:
+    raise ValueError(f"a and b must be lists of at least 2 numbers, got {len(a)} and {len(b)} values")
+  se, df = welch_se_df(float(a.var(ddof=1)), len(a), float(b.var(ddof=1)), len(b))
+  return float(a.mean() - b.mean()), se, df
+
+
+def welch_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
+  """(mean, low, high) of Welch's t-based confidence interval of mean(a) - mean(b), for two
+  independent samples (unpaired); with fewer than 2 values in an arm the interval is unbounded (NaN)."""
+  if not 0 < level < 1:
+    raise ValueError(f"level must be in (0, 1), got {level}")
+  a, b = list(a), list(b)
+  if not a or not b:
+    raise ValueError(f"a and b must be non-empty lists of numbers, got {a!r} and {b!r}")
+  if min(len(a), len(b)) < 2:
+    return float(np.mean(a) - np.mean(b)), float("nan"), float("nan")
+  mean, se, df = welch(a, b)
+  half = float(scipy.stats.t.ppf(0.5 + level / 2, df) * se)
+  return mean, mean - half, mean + half
+
+
+def arm_correlation(a, b) -> float | None:
+  """Pearson's correlation of the two arms' values across seeds: what pairing gains (a paired
+  interval is narrower than Welch's where it is positive). None with fewer than 3 seeds (two
+  points always correlate fully) or an arm that does not vary. For information only."""
+  a, b = np.asarray(a, float), np.asarray(b, float)
+  if len(a) < 3 or a.std() == 0 or b.std() == 0:
+    return None
+  return float(np.corrcoef(a, b)[0, 1])
+
+
+def decide(relation: str, low: float, high: float, tolerance: float) -> str:
+  """The verdict of a CI [low, high] of (MoNE - baseline) for a relation (see the module doc)."""
+  if relation not in RELATIONS:
+    raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+  if not tolerance >= 0:
+    raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
+  if relation == "matches":
+    if -tolerance <= low and high <= tolerance:
+      return "reproduced"
+    return "not reproduced" if high < -tolerance or low > tolerance else "inconclusive"
+  if relation == "no_worse":
+    return "reproduced" if low >= -tolerance else "not reproduced" if high < -tolerance else "inconclusive"
+  return "reproduced" if low > 0 else "not reproduced" if high <= tolerance else "inconclusive"
+
+
+def decided(relation: str, low, high, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+  """(reproduced, ruled out): `decide` over arrays of CIs [low, high] at once (tested against it)."""
+  if relation == "matches":
+    return (-tolerance <= low) & (high <= tolerance), (high < -tolerance) | (low > tolerance)
+  if relation == "no_worse":
+    return low >= -tolerance, high < -tolerance
+  if relation == "beats":  # a CI above 0 and below the tolerance is reproduced, as in `decide`
+    return low > 0, (high <= tolerance) & ~(low > 0)
+  raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+
+
+def _t(mean: float, se: float, x: float) -> float:
+  """The t statistic of mean against x; +-inf where there is no spread."""
+  if se == 0:
+    return math.inf if mean > x else -math.inf if mean < x else 0.0
+  return (mean - x) / se
+
+
+def interval_p_value(mean: float, se: float, df: float, relation: str, tolerance: float, verdict: str) -> float:
+  """The p-value of the test a t-interval (mean, standard error, degrees of freedom) performs for
+  a verdict (see the module doc)."""
+  if relation not in RELATIONS:
+    raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+  T = scipy.stats.t(df)
+  above = lambda x: min(1.0, 2 * float(T.sf(_t(mean, se, x))))   # the CI lies above x
+  below = lambda x: min(1.0, 2 * float(T.cdf(_t(mean, se, x))))  # the CI lies below x
+  ruled_out = verdict == "not reproduced"
+  if relation == "beats":
+    return below(tolerance) if ruled_out else above(0.0)
+  if relation == "no_worse":
+    return below(-tolerance) if ruled_out else above(-tolerance)
+  if ruled_out:
+    return min(below(-tolerance), above(tolerance))
+  return max(above(-tolerance), below(tolerance))
+
+
+def p_value(diffs, relation: str, tolerance: float, verdict: str) -> float | None:
+  """The p-value of the test behind a verdict from paired differences (the paired t-interval:
+  standard error s / sqrt(n), n - 1 degrees of freedom); None with fewer than 2 differences."""
+  d = np.asarray(list(diffs), float)
+  if len(d) < 2:
+    return None
+  return interval_p_value(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(len(d)), len(d) - 1.0,
+                          relation, tolerance, verdict)
+
+
+def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> dict:
+  """{key: kept} for {key: p}: Holm's step-down procedure at family-wise error alpha (the k-th
+  smallest p is compared with alpha / (m - k + 1) until one fails)."""
+  if not 0 < alpha < 1:
+    raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+  order = sorted(p_values, key=lambda k: p_values[k])
+  m, kept, going = len(order), {}, True
+  for k, key in enumerate(order):
+    going = going and p_values[key] <= alpha / (m - k)
+    kept[key] = going
+  return kept

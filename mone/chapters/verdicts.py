@@ -1,0 +1,187 @@
+"""Claims as a reader sees them: a chapter's table of verdicts, the tallies, and a notebook's
+closing summary.
+
+Each trained claim's row shows its verdict, the family-wise verdict (`mone.chapters.significance`),
+the paper's number and ours: the difference with its 95% CI, the seeds and the p-value, or why the
+claim is undecided. A chapter calls `show` at its end: it prints `summary` and records the table,
+hidden, for the chapter's opening cell to paste, so the verdicts open the page although they are
+computed at its end.
+"""
+import os
+from pathlib import Path
+
+from mone import results
+from mone.chapters import claims as claims_lib
+from mone.chapters import significance
+
+VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
+                 "inconclusive": "inconclusive", "not testable": "not testable"}
+
+
+def fmt_value(x, unit: str = "") -> str:
+  """A measured value as the tables print it: a difference in points with its sign, a ratio with
+  an 'x', anything else at 4 significant digits; '-' for none."""
+  if x is None:
+    return "-"
+  if isinstance(x, float):
+    s = f"{x:+.2f}" if unit == "points" else f"{x:.4g}"
+    return s + (" points" if unit == "points" else "x" if unit == "x" else unit and f" {unit}")
+  return str(x)
+
+
+def fmt_ci(c) -> str:
+  """A claim's 95% CI as '[low, high]' in points, '-' where it has none."""
+  if not c.get("ci95"):
+    return "-"
+  lo, hi = c["ci95"]
+  return f"[{lo:+.2f}, {hi:+.2f}]"
+
+
+def caveat_lines(caveats: list[str]) -> str:
+  """Caveats as Markdown quotes, one paragraph each, to print above a table of claims."""
+  return "".join(f"> **Caveat.** {c}\n\n" for c in caveats)
+
+
+def _deviation_cell(c: dict) -> str:
+  """What a changed claim's table row adds: the pre-registered result beside the published one."""
+  pre = c["plan_deviation"]["preregistered"]
+  p = f", p = {pre['p_value']:.2g}" if pre.get("p_value") is not None else ""
+  return (f"Pre-registered ({c['plan_deviation']['plan']}): {VERDICT_LABEL[pre['verdict']]}, "
+          f"{fmt_value(pre['measured'], pre.get('unit', ''))}, 95% CI {fmt_ci(pre)}, {pre['n_seeds']} seeds{p}. As changed after the plan "
+          f"({c['plan_deviation']['what']}): ")
+
+
+def measured_cell(c) -> str:
+  """The measured cell: value, CI and seeds (with the p-value and the seeds that would decide it,
+  `mone.chapters.significance`), or why the claim is undecided."""
+  out = fmt_value(c["measured"], c.get("unit", ""))
+  if c.get("ci95"):
+    out += f", 95% CI {fmt_ci(c)}" + (" (Welch, unpaired)" if c.get("test") == "welch" else "")
+  if c["n_seeds"]:
+    out += f", {c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)}"
+  if c.get("p_value") is not None:
+    out += f", p = {c['p_value']:.2g}"
+  if "seeds_to_decide" in c and c["verdict"] == "inconclusive" and c["n_seeds"] >= claims_lib.MIN_SEEDS:
+    n = c["seeds_to_decide"]
+    way = {"reproduced": "reproduce it", "not reproduced": "rule it out"}[claims_lib.would_decide(c)]
+    out += (f"; about {n} seeds for 80% power to {way}" if n
+            else f"; more than 100 seeds for 80% power at this mean and spread")
+  if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
+    out += f" ({c['why']})"
+  return out
+
+
+def markdown_table(claims: list[dict], link: str | None = None) -> str:
+  """A Markdown (MyST) table of claims, the verdict first: verdict, family-wise verdict (Holm over
+  every trained claim, `mone.chapters.significance`), claim (with its id), the paper's number,
+  ours (with the 95% CI of the difference, the seeds and the p-value). link: the chapter's document path, for the landing page (each
+  id then links to its chapter with a {doc} role)."""
+  head = "| Verdict | Family-wise | Claim | Paper | Ours |\n| --- | --- | --- | --- | --- |\n"
+  rows = []
+  for c in claims:
+    ident = f"[`{c['id']}`]({link}.ipynb)" if link else f"`{c['id']}`"
+    familywise = VERDICT_LABEL[c["verdict_familywise"]] if "verdict_familywise" in c else "-"
+    verdict = VERDICT_LABEL[claims_lib.counted_verdict(c)]
+    ours = measured_cell(c)
+    if "plan_deviation" in c:
+      verdict += f" (pre-registered; as changed: {c['verdict']})"
+      ours = _deviation_cell(c) + ours
+    if c.get("exploratory"):
+      verdict += " (exploratory)"
+      ours += f". Exploratory: {c['exploratory']}"
+    cells = [verdict, familywise, f"{c['claim']} ({ident})", str(c["paper"]), ours]
+    rows.append("| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |")
+  return head + "\n".join(rows) + "\n"
+
+
+# Each kind of claim, as the tallies name it: (label, an aside after its count)
+KIND_LABEL = {"trained": ("Trained comparisons", ""),
+              "arithmetic": ("Arithmetic checks", "; they hold by construction: FLOPs, budgets"),
+              "timing": ("Timing targets", "; set by this repository, not by the paper")}
+
+
+def counts_by_kind(claims: list[dict]) -> str:
+  """'Trained comparisons (26): 4 reproduced, ... Arithmetic checks (...): ...': the tally of each
+  kind of claim apart, trained claims first (with their family-wise tally), since a check that
+  holds by construction or a target of our own says nothing about the paper."""
+  parts = []
+  for kind in claims_lib.KINDS:
+    cs = [c for c in claims if c["kind"] == kind]
+    if not cs:
+      continue
+    label, aside = KIND_LABEL[kind]
+    line = f"{label} ({len(cs)}{aside}): {counts(cs)}"
+    fw = [c for c in cs if "verdict_familywise" in c]
+    if fw:
+      n = {v: sum(c["verdict_familywise"] == v for c in fw) for v in claims_lib.VERDICTS}
+      line += (f"; family-wise over the {len(fw)} with 3 or more seeds (Holm, 5%): "
+               + ", ".join(f"{k} {v}" for v, k in n.items() if k))
+    parts.append(line + ".")
+  return " ".join(parts)
+
+
+def chapter_counts(claims: list[dict]) -> str:
+  """A chapter's tally by kind of claim, short, trained claims first: 'trained: 2 reproduced,
+  1 inconclusive; arithmetic: 2 reproduced' (a chapter heading's line on the landing page)."""
+  return "; ".join(f"{KIND_LABEL[k][0].split()[0].lower()}: {counts(cs)}"
+                   for k in claims_lib.KINDS if (cs := [c for c in claims if c["kind"] == k]))
+
+
+def counts(claims: list[dict]) -> str:
+  """'3 reproduced, 1 not reproduced, ...' over claims, in `claims.VERDICTS` order."""
+  n = {v: sum(claims_lib.counted_verdict(c) == v for c in claims) for v in claims_lib.VERDICTS}
+  return ", ".join(f"{k} {v}" for v, k in n.items() if k)
+
+
+def summary(claims: list[dict]) -> str:
+  """One line per claim, for a notebook's closing cell: verdict, id, the measured value with
+  its CI and seeds, or why it is inconclusive or not testable."""
+  lines = []
+  for c in claims:
+    detail = fmt_value(c["measured"], c.get("unit", ""))
+    if c.get("ci95"):
+      detail += f", 95% CI {fmt_ci(c)}"
+    if c.get("per_seed"):
+      detail += f", per seed ({', '.join(map(str, c['seeds']))}): {', '.join(f'{d:+.2f}' for d in c['per_seed'])}"
+    if c.get("arm_correlation") is not None:
+      detail += f", arms' correlation across seeds r = {c['arm_correlation']:+.2f}"
+    if c.get("why"):
+      detail += f"; {c['why']}"
+    lines.append(f"{c['verdict'].upper():15s} {c['id']}: {detail}")
+  return "\n".join(lines)
+
+
+GLUE_PREFIX = "application/papermill.record/"  # myst_nb.glue's prefix for a hidden glued output
+
+
+def downloads(notebook: str, book_dir: Path | None = None) -> str:
+  """A line of MyST {download} links to every file the chapter wrote under
+  results/<notebook>/ (claims, metrics, CSV tables, figures), relative to the book's chapter
+  pages (book/notebooks/), so that a reader can take the numbers behind a page with them.
+  Empty where results go elsewhere ($MONE_RESULTS_DIR: the smoke profile, the tests), whose
+  files the book does not render and whose paths must not reach a page."""
+  if results.results_root().resolve() != Path(results.RESULTS).resolve():
+    return ""
+  folder = results.results_root() / notebook
+  book_dir = Path(book_dir) if book_dir is not None else results.REPO / "book" / "notebooks"
+  files = sorted(p for p in folder.glob("*") if p.is_file() and not p.name.startswith("."))
+  links = [f"{{download}}`{p.name} <{os.path.relpath(p, book_dir)}>`" for p in files]
+  return f"Files of this chapter (`results/{notebook}/`): " + " · ".join(links) + "\n" if links else ""
+
+
+def show(claims: list[dict], notebook: str | None = None, key: str = "verdicts") -> None:
+  """Prints `summary(claims)` and records their Markdown table under `key`, hidden, so that the
+  chapter's opening cell can paste it (```{glue:md} verdicts``` with `:format: myst`). With
+  notebook, the chapter's caveats (`claims.write_caveats`) go above the table and links to its files
+  below: call it after the chapter has written them. The output is the one
+  `myst_nb.glue(key, Markdown(table), display=False)` writes; myst-nb itself is not needed in
+  the kernel, and the book (myst-nb) collects every glued key of a page before rendering it, so
+  the table can open the page although it is computed at its end."""
+  from IPython.display import display
+  print(summary(claims))
+  caveats = claims_lib.load_caveats().get(notebook, []) if notebook else []
+  if notebook:  # with the other chapters' claims as they stand: the family-wise view needs them all
+    claims = significance.annotate({**claims_lib.load(), notebook: claims})[notebook]
+  md = caveat_lines(caveats) + markdown_table(claims) + ("\n" + downloads(notebook) if notebook else "")
+  display({GLUE_PREFIX + "text/markdown": md, GLUE_PREFIX + "text/plain": md}, raw=True,
+          metadata={"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}})
