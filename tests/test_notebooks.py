@@ -34,15 +34,19 @@ def test_notebook_follows_the_house_layout(notebook):
     assert name in params[0].source
   assert all(not c.get("outputs") for c in cells if c.cell_type == "code"), "commit sources without outputs"
   code = "\n".join(c.source for c in cells if c.cell_type == "code")
-  assert "experiments.save_figure(" in code and "experiments.save_metrics(" in code
-  # The profile is checked before anything is trained or measured.
-  work = [i for i in (code.find("experiments.run("), code.find("headlines.landed("), code.find("speed.measured(")) if i >= 0]
-  assert work and 0 <= code.find("experiments.check_profile(profile)") < min(work)
+  assert "experiments.save_metrics(" in code
+  # One setup call checks the parameters and the profile before anything is trained or measured.
+  setup = code.find(f'ch = chapter.setup(globals(), "{notebook.stem}")')
+  work = [i for i in (code.find("experiments.run("), code.find("headlines.landed("), code.find("speed.measured("),
+                      code.find(".load(")) if i >= 0]
+  assert 0 <= setup < min(work, default=len(code))
+  assert "check_parameters(" not in code.replace("chapter.setup(", ""), "chapter.setup checks the parameters"
   assert "pip install" not in code
-  # Ends with the verdict: a markdown cell asking the question, a code cell computing the answer.
+  # Ends with the verdict: a markdown cell asking the question, a code cell showing the answer.
   last_code = [i for i, c in enumerate(cells) if c.cell_type == "code"][-1]
   assert cells[last_code - 1].cell_type == "markdown" and "reproduce" in cells[last_code - 1].source
-  assert "claims.write(chapter_claims, NB)" in cells[last_code].source and "verdicts.show(chapter_claims, NB)" in cells[last_code].source
+  assert "claims.write(chapter_claims, ch.name)" in cells[last_code].source
+  assert "verdicts.show(chapter_claims, ch.name)" in cells[last_code].source
   assert "REPRODUCED" not in code, "verdicts are decided by mone.chapters.claims, not printed by hand"
 
 

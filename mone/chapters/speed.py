@@ -11,6 +11,7 @@ import io
 import numpy as np
 
 from mone import results
+from mone.bench import micro, timing
 from mone.chapters import claims, experiments, plots
 
 _FULL = dict(variant="S/16", batch=[8, 32], train_batch=[8, 32], reps=7, video="B/16x2")
@@ -65,9 +66,69 @@ def groups(rows, *keys):
   return list(dict.fromkeys(tuple(r[k] for k in keys) for r in rows))
 
 
+def tables(rows, *keys, named: bool = False) -> list[str]:
+  """Per group of rows by `keys` (`groups`), a blank line and its table (`timing.table`); named:
+  the group's first key (its workload) precedes the table's load line, which would not say."""
+  out = []
+  for key in groups(rows, *keys):
+    table = timing.table([r for r in rows if tuple(r[k] for k in keys) == key])
+    out += ["", table.replace("\nload", f"\n{key[0]}; load") if named else table]
+  return out
+
+
+def benchmark_report(profile: str, data: dict) -> list[str]:
+  """What the chapter prints of a profile's benchmark (cpu.json, `measured`): whether the run was
+  cut, its command, the machine, each workload's baseline, and a table per (workload, mode, batch)."""
+  m = data["machine"]
+  note = [] if data.get("complete", True) else ["NOTE: this benchmark run was stopped before the end; only the groups below were measured."]
+  head = [command(profile, "cpu.json"), f"measured {m['date'][:10]} on {m['cpu_model']} ({m['cores']} cores, {m['backend']}), "
+          f"jax {m['jax']}, code {m.get('code')}, load average {m['load_avg'][0]:.2f} at the start"]
+  bases = [f"baseline of {name}: {base}" for name, base in data.get("baselines", {data["workload"]: data["baseline"]}).items()]
+  return note + head + bases + tables(data["rows"], "workload", "mode", "batch", named=True)
+
+
+def block_report(profile: str, data: dict) -> list[str]:
+  """What the chapter prints of the `--block` benchmark (cpu-block.json): its command, when and
+  with which code it ran, and a table per (batch, mode)."""
+  m = data["machine"]
+  return [command(profile, "cpu-block.json"), f"measured {m['date'][:10]}, code {m.get('code')}, jax {m['jax']}"
+          ] + tables(data["rows"], "batch", "mode")
+
+
+def matmul_report(profile: str, data: dict) -> list[str]:
+  """What the chapter prints of the `--matmul` benchmark (cpu-matmul.json): its command, the
+  machine, and its table (`micro.matmul_table`)."""
+  m = data["machine"]
+  return [command(profile, "cpu-matmul.json"), f"measured {m['date'][:10]} on {m['cpu_model']}, code {m.get('code')}, "
+          f"jax {m['jax']}", micro.matmul_table(data["rows"])]
+
+
+def gpu_benchmarks() -> dict:
+  """{path: benchmark} of the GPU runs committed as results/bench/gpu-*.json, by name: measured on
+  machines lent for minutes, read as committed and never rewritten by any profile."""
+  return {path: results.read_json(path) for path in sorted((results.RESULTS / "bench").glob("gpu-*.json"))}
+
+
+def gpu_report(path, data: dict) -> list[str]:
+  """What the chapter prints of one GPU benchmark: the workloads measured, its dtype, the device,
+  whether the loan's time limit cut it, and a table per (workload, mode, batch)."""
+  m, rows = data["machine"], data["rows"]
+  measured = ", ".join(dict.fromkeys(r["workload"] for r in rows))  # the args' variant is unused with --video-only
+  return [f"{path.name}: {measured} in {data['args']['dtype']}; measured {m['date'][:10]} on {m['device']}, "
+          f"jax {m['jax']}, code {m.get('code')}; complete: {data['complete']}"] + tables(rows, "workload", "mode", "batch")
+
+
+def metrics(profile: str, data: dict, checks: list[dict]) -> dict:
+  """The chapter's metrics.json: the benchmark file read, its machine, the target checks
+  (`mone.bench.targets.check_targets`) and whether all were met (none checked: not met)."""
+  return {"source": f"{bench_dir(profile).name}/cpu.json", "machine": data["machine"], "targets": checks,
+          "all_met": bool(checks) and all(c["ok"] for c in checks)}
+
+
 def speedup_panel(ax, rows, title: str):
   """Measured speed-up against the analytic FLOP ratio of the non-dense `rows`, per batch size
-  (hollow markers: the smaller batch); MoNE's points are labelled with their e_c."""
+  (hollow markers: the smaller batch). Each MoNE capacity is labelled once, above its highest
+  point: the batches of one e_c share a FLOP ratio, and a label per point overlapped."""
   top = max(max(r["flop_ratio"] for r in rows), max(r["speedup"] for r in rows)) * 1.1
   ax.plot([0, top], [0, top], color="gray", lw=1, ls="--", label="ideal: speed-up = FLOP ratio")
   ax.axhline(1, color="gray", lw=0.6)
@@ -75,60 +136,75 @@ def speedup_panel(ax, rows, title: str):
     for model, style in MODEL_STYLE.items():
       pts = [r for r in rows if r["model"] == model and r["batch"] == b]
       if pts:
-        ax.plot([r["flop_ratio"] for r in pts], [r["speedup"] for r in pts], ls="none", ms=7, fillstyle=fill,
+        ax.plot([r["flop_ratio"] for r in pts], [r["speedup"] for r in pts], ls="none", ms=8, fillstyle=fill,
                 marker=style["marker"], color=style["color"], label=f"{style['label']}, batch {b}")
-    for r in rows:
-      if r["model"] == "mone" and r["batch"] == b:
-        ax.annotate(f"{r['e_c']:g}", (r["flop_ratio"], r["speedup"]), fontsize=9, xytext=(3, -9), textcoords="offset points")
+  for e_c in dict.fromkeys(r["e_c"] for r in rows if r["model"] == "mone"):
+    high = max((r for r in rows if r["model"] == "mone" and r["e_c"] == e_c), key=lambda r: r["speedup"])
+    ax.annotate(f"{e_c:g}", (high["flop_ratio"], high["speedup"]), fontsize=11, xytext=(0, 8),
+                textcoords="offset points", ha="center")
   ax.set(xlim=(0, top), ylim=(0, top), xlabel="analytic FLOP ratio (dense / model)", ylabel="measured speed-up", title=title)
   ax.grid(alpha=0.3)
-  ax.legend(fontsize=8, loc="upper left")
+
+
+def _figure_legend(fig, axes, ncol: int) -> None:
+  """One legend for every panel, below them: inside a panel it covered points and bars, and at
+  the size a panel allows its text was too small to read in the book."""
+  entries = {}
+  for ax in axes:
+    for handle, label in zip(*ax.get_legend_handles_labels()):
+      entries.setdefault(label, handle)
+  fig.legend(entries.values(), entries.keys(), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
+             fontsize=11, frameon=False)
 
 
 def speedup_figure(rows, machine: dict):
-  """One speed-up panel per (workload, mode), two a row."""
+  """One speed-up panel per (workload, mode), two a row, and one legend below."""
   import matplotlib.pyplot as plt
   panels = groups(rows, "workload", "mode")
   ncols = min(2, len(panels))
   nrows = -(-len(panels) // ncols)
-  fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 5.0 * nrows), squeeze=False)
+  fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.4 * nrows), squeeze=False)
   for (wl, mode), ax in zip(panels, axes.flat):
     speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and r["model"] != "dense"], f"{wl}, {mode}")
   for ax in axes.flat[len(panels):]:
     ax.set_visible(False)
   where = (machine["device"] if machine.get("backend") == "gpu"
            else f"{machine['cpu_model']}, {machine['cores']} cores")
-  fig.suptitle(f"Wall-clock speed-up against FLOP ratio (labels: $e_c$) on {where}", y=1.01)
+  fig.suptitle(f"Wall-clock speed-up against FLOP ratio (labels: $e_c$)\non {where}")
   fig.tight_layout()
+  _figure_legend(fig, axes.flat[:len(panels)], ncol=2)
   return fig
 
 
 def blocks_figure(rows):
-  """Per (batch, mode) of `--block` rows: each block's time, the attention's (the same work in
-  both blocks) stacked under the rest; a tick on each MoNE bar marks the time it would take at
-  the dense block's speed per FLOP."""
+  """Per (batch, mode) of `--block` rows, a grid with one batch size a row: each block's time, the
+  attention's (the same work in both blocks) stacked under the rest; a tick on each MoNE bar marks
+  the time it would take at the dense block's speed per FLOP."""
   import matplotlib.pyplot as plt
   panels = groups(rows, "batch", "mode")
-  fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.8), squeeze=False)
-  for (batch, mode), ax in zip(panels, axes[0]):
+  ncols = len(groups(rows, "mode"))
+  nrows = -(-len(panels) // ncols)
+  fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.4 * nrows), squeeze=False)
+  for (batch, mode), ax in zip(panels, axes.flat):
     sel = [r for r in rows if (r["batch"], r["mode"]) == (batch, mode)]
     att = next(r["median_ms"] for r in sel if r["model"] == "attention")
     dense = next(r["median_ms"] for r in sel if r["model"] == "dense")
     bars = [r for r in sel if r["model"] != "attention"]
-    x = range(len(bars))
-    ax.bar(x, [att] * len(bars), color="0.7", label="attention (same work in both)")
-    ax.bar(x, [r["median_ms"] - att for r in bars], bottom=att,
-           color=[plots.MODEL_COLORS["ViT" if r["model"] == "dense" else "MoNE"] for r in bars], label="rest of the block")
+    ax.bar(range(len(bars)), [att] * len(bars), color="0.7", label="attention (same work in both)")
     for i, r in enumerate(bars):
+      model = "ViT" if r["model"] == "dense" else "MoNE"
+      ax.bar(i, r["median_ms"] - att, bottom=att, color=plots.MODEL_COLORS[model],
+             label=f"rest of the {'dense' if model == 'ViT' else 'MoNE'} block")
       if r["model"] == "mone":
         ax.plot([i - 0.4, i + 0.4], [dense / r["flop_ratio"]] * 2, color="k", lw=2,
-                label="at the dense block's speed per FLOP" if i == 1 else None)
-    ax.set_xticks(list(x), ["dense" if r["model"] == "dense" else f"MoNE\n$e_c$={r['e_c']:g}" for r in bars], fontsize=8)
+                label="MoNE at the dense block's speed per FLOP")
+    ax.set_xticks(range(len(bars)), ["dense" if r["model"] == "dense" else f"MoNE\n$e_c$={r['e_c']:g}" for r in bars])
     ax.set(title=f"{mode}, batch {batch}", ylabel="ms per block")
     ax.grid(alpha=0.3, axis="y")
-  axes[0][0].legend(fontsize=7, loc="upper right")
-  fig.suptitle(f"One {rows[0]['workload'].replace(' block', '')} block: where the time goes", y=1.02)
+    ax.grid(False, axis="x")  # the theme's vertical lines ran through the bars
+  fig.suptitle(f"One {rows[0]['workload'].replace(' block', '')} block: where the time goes")
   fig.tight_layout()
+  _figure_legend(fig, axes.flat[:len(panels)], ncol=2)
   return fig
 
 
@@ -162,16 +238,17 @@ def matmuls_figure(rows):
       ax.bar([i + 0.2 * (k - 1.5) for i in range(len(widths))], [r["gflops_per_s"] for r in pts], width=0.2,
              color=color, label=proj)
     ax.set_xticks(range(len(widths)), [f"{w}\n({next(r for r in sel if r['width'] == w)['shape'][0]} tokens)"
-                                       for w in widths], fontsize=7)
+                                       for w in widths], fontsize=9)
     total = next(r for r in rows if (r["model"], r["e_c"], r["projection"]) == (model, e_c, "total"))
     ax.set(xlabel="group width $d_j$", title="dense block" if model == "dense" else
            f"MoNE $e_c$={e_c:g}: efficiency {total['rate']:.2f}")
     ax.grid(alpha=0.3, axis="y")
+    ax.grid(False, axis="x")
   axes[0][0].set_ylabel("GFLOP/s")
-  axes[0][-1].legend(fontsize=7, loc="upper left")
   fig.suptitle(f"One {rows[0]['workload'].replace(' matmuls', '')} block's projection matmuls, "
                f"{rows[0]['batch']} examples per chunk", y=1.02)
   fig.tight_layout()
+  _figure_legend(fig, axes[0][-1:], ncol=4)
   return fig
 
 
@@ -202,7 +279,7 @@ def masked_summary(rows) -> list[str]:
 
 
 def target_claims(checks, margin: float = ONE_RUN_MARGIN) -> list[dict]:
-  """One timing claim per target check (`mone.bench.timing.check_targets`), decided on the
+  """One timing claim per target check (`mone.bench.targets.check_targets`), decided on the
   stricter of its two readings; inconclusive within `margin` of the target (one run)."""
   return [claims.timing(f"speed.{c['mode']}.{c['metric']}.ec{c['e_c']:g}.batch{c['batch']}".replace("ec0.", "ec0"),
                         f"{c['workload']}, {c['mode']}, batch {c['batch']}: MoNE at e_c = {c['e_c']:g} reaches "

@@ -1,0 +1,179 @@
+"""The package's shape, measured from its source: import graph and cycles, module sizes, model-kind
+string switches, function-local imports and notebook code lines. `tests/test_layout.py` holds the
+limits; `python scripts/layout.py` prints the measurements and the graph between packages.
+
+Standard library only (ast): it reads the source, it never imports `mone`.
+"""
+import ast
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODEL_KINDS = {"vit", "matvit", "mod", "mone"}
+KIND_HOME = "mone/models/kinds.py"  # the one module allowed to switch on a kind's name
+
+
+def modules(root=ROOT) -> dict:
+  """{dotted name: path} of every module of `mone`."""
+  out = {}
+  for path in sorted((root / "mone").rglob("*.py")):
+    parts = path.relative_to(root).with_suffix("").parts
+    out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+  return out
+
+
+def _imports(name: str, path: pathlib.Path, tree, known):
+  """(node, targets) for every import in a module's syntax tree that names a module of `known`."""
+  package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ""
+      if node.level:
+        up = package.split(".")[:len(package.split(".")) - node.level + 1]
+        base = ".".join(up + ([base] if base else []))
+      names = [base] + [f"{base}.{a.name}" for a in node.names]
+    else:
+      continue
+    targets = sorted({t for t in names if t in known and t != name})
+    if targets:
+      yield node, targets
+
+
+def import_graph(root=ROOT) -> dict:
+  """{module: sorted modules of `mone` it imports}, wherever in the module the import sits."""
+  mods = modules(root)
+  graph = {}
+  for name, path in mods.items():
+    graph[name] = sorted({t for _, ts in _imports(name, path, ast.parse(path.read_text()), mods) for t in ts})
+  return graph
+
+
+def cycles(graph: dict) -> list:
+  """The strongly connected components of more than one module (Tarjan), each sorted."""
+  index, low, stack, on, out = {}, {}, [], set(), []
+
+  def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on.add(v)
+    for w in graph.get(v, ()):
+      if w not in index:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in on:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      component = []
+      while True:
+        w = stack.pop()
+        on.discard(w)
+        component.append(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        out.append(sorted(component))
+
+  sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+  for v in sorted(graph):
+    if v not in index:
+      visit(v)
+  return sorted(out)
+
+
+def local_imports(root=ROOT) -> list:
+  """(path, line) of every import of a `mone` module inside a function: an import placed there to
+  dodge import order is a sign of a circle in the layering."""
+  mods, out = modules(root), []
+  for name, path in mods.items():
+    tree = ast.parse(path.read_text())
+    mone_imports = {id(node) for node, _ in _imports(name, path, tree, mods)}
+    for fn in ast.walk(tree):
+      if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        out += [(str(path.relative_to(root)), n.lineno) for n in ast.walk(fn) if id(n) in mone_imports]
+  return sorted(set(out))
+
+
+def _is_kind_literal(node) -> bool:
+  if isinstance(node, ast.Constant):
+    return node.value in MODEL_KINDS
+  if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+    return bool(node.elts) and all(isinstance(e, ast.Constant) and e.value in MODEL_KINDS for e in node.elts)
+  return False
+
+
+def kind_switches(root=ROOT) -> list:
+  """(path, line) of every comparison against a model kind's name ('mone', ('vit', 'matvit'), ...)
+  outside the kind registry, in `mone/` and `scripts/`."""
+  out = []
+  for path in sorted([*(root / "mone").rglob("*.py"), *(root / "scripts").glob("*.py")]):
+    rel = str(path.relative_to(root))
+    if rel == KIND_HOME:
+      continue
+    for node in ast.walk(ast.parse(path.read_text())):
+      if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+        if any(_is_kind_literal(side) for side in [node.left, *node.comparators]):
+          out.append((rel, node.lineno))
+  return out
+
+
+def line_counts(root=ROOT) -> dict:
+  """{path: lines} of every module of `mone/` and `scripts/`."""
+  paths = [*(root / "mone").rglob("*.py"), *(root / "scripts").glob("*.py")]
+  return {str(p.relative_to(root)): len(p.read_text().splitlines()) for p in sorted(paths)}
+
+
+def notebook_code_lines(root=ROOT) -> dict:
+  """{notebook: non-blank code lines} of the source notebooks."""
+  out = {}
+  for path in sorted((root / "notebooks").glob("*.ipynb")):
+    cells = json.loads(path.read_text())["cells"]
+    out[path.name] = sum(1 for c in cells if c["cell_type"] == "code"
+                         for line in "".join(c["source"]).splitlines() if line.strip())
+  return out
+
+
+DECIDING = ("claims.trained(", "claims.arithmetic(", "claims.timing(", "claims.not_testable(")
+
+
+def notebook_decisions(root=ROOT) -> list:
+  """(notebook, call) for every claim a source notebook decides itself: a chapter's claims are
+  decided in a tested `mone.chapters` function, and the notebook only shows them."""
+  out = []
+  for path in sorted((root / "notebooks").glob("*.ipynb")):
+    source = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    out += [(path.name, call) for call in DECIDING if call in source]
+  return out
+
+
+def package_graph(graph: dict) -> dict:
+  """The import graph between `mone`'s subpackages and top-level modules."""
+  out = {}
+  for a, targets in graph.items():
+    pa = ".".join(a.split(".")[:2])
+    for b in targets:
+      pb = ".".join(b.split(".")[:2])
+      if pa != pb and pb != "mone":
+        out.setdefault(pa, set()).add(pb)
+  return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def main():
+  graph = import_graph()
+  print("import cycles:", cycles(graph) or "none")
+  print("function-local imports of mone modules:", len(local_imports()))
+  switches = kind_switches()
+  print(f"model-kind string switches outside {KIND_HOME}:", len(switches))
+  over = {p: n for p, n in line_counts().items() if n > 400}
+  print("modules over 400 lines:", over or "none")
+  print("notebook code lines:", notebook_code_lines())
+  print("claims decided in notebooks:", notebook_decisions() or "none")
+  print("graph between packages:")
+  for a, targets in package_graph(graph).items():
+    print(f"  {a} -> {', '.join(targets)}")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,58 @@
+"""The package's shape stays one a maintainer can read: the limits below are measured from the
+source by scripts/layout.py (which also prints the graph between packages)."""
+import importlib.util
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("layout", ROOT / "scripts" / "layout.py")
+layout = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(layout)
+
+
+def test_no_import_cycle():
+  assert layout.cycles(layout.import_graph()) == []
+
+
+def test_cycle_finder_finds_a_circle(tmp_path):
+  # The check above must be able to fail: two modules importing each other are one component.
+  pkg = tmp_path / "mone"
+  pkg.mkdir()
+  (pkg / "__init__.py").write_text("")
+  (pkg / "a.py").write_text("from mone import b\n")
+  (pkg / "b.py").write_text("def f():\n  from mone import a\n")
+  graph = layout.import_graph(tmp_path)
+  assert layout.cycles(graph) == [["mone.a", "mone.b"]]
+  assert layout.local_imports(tmp_path) == [("mone/b.py", 2)]
+
+
+def test_no_module_over_400_lines():
+  assert {p: n for p, n in layout.line_counts().items() if n > 400} == {}
+
+
+def test_model_kinds_switch_in_one_place():
+  switches = layout.kind_switches()
+  assert len(switches) <= 5, f"compare kinds through mone.models.kinds, not by name: {switches}"
+
+
+def test_kind_switch_finder(tmp_path):
+  (tmp_path / "mone").mkdir()
+  (tmp_path / "scripts").mkdir()
+  (tmp_path / "mone" / "x.py").write_text(
+      "a = k == 'mone'\nb = k in ('vit', 'matvit')\nc = k == 'config'\nd = 'mod' != k\n")
+  assert layout.kind_switches(tmp_path) == [("mone/x.py", 1), ("mone/x.py", 2), ("mone/x.py", 4)]
+
+
+def test_few_function_local_imports():
+  found = layout.local_imports()
+  assert len(found) <= 10, f"an import inside a function hides a layering problem: {found}"
+
+
+@pytest.mark.parametrize("name", sorted(layout.notebook_code_lines()))
+def test_notebooks_are_thin(name):
+  assert layout.notebook_code_lines()[name] <= 60
+
+
+def test_notebooks_decide_no_claim():
+  assert layout.notebook_decisions() == []
