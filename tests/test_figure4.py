@@ -82,6 +82,11 @@ def test_planned_runs_are_figure4s_and_the_paper_profile_fine_tunes_mone_from_ma
   assert paper["temporal: MoNE e_c=0.4, seed 0"].iso_flops and paper["temporal: MoNE e_c=0.4, seed 0"].init_from
   assert paper["temporal: MoNE e_c=0.4, seed 0"].init_from.startswith(str(experiments.cache_root()))
   assert not paper["temporal: ViViT, seed 0"].iso_flops and not paper["temporal: MatViViT, seed 0"].init_from
+  # Each dataset's MoNE starts from its own dataset's MatViViT (SSv2 from SSv2, Kinetics-400 from Kinetics-400).
+  for label, cfg in paper.items():
+    if ": MoNE" in label:
+      task = label.partition(": ")[0]
+      assert cfg.init_from == str(experiments.workdir(paper[f"{task}: MatViViT, seed 0"])), label
 
 
 def _discrimination(dense, quarter, test_gap):

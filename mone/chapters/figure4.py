@@ -51,9 +51,12 @@ def planned(profile: str, seeds, data_dir: str = "") -> list:
   out = [(label, cfg) for label, cfg in plan.video_runs(profile, seeds, data_dir) if label.rpartition(", seed ")[0] in wanted]
   if profile != "paper":
     return out
-  matvit = {(cfg.video_task, cfg.seed): cfg for label, cfg in out if _model(label) == "MatViViT"}
-  init = lambda cfg: {"init_from": str(experiments.workdir(matvit[cfg.video_task, cfg.seed])), "iso_flops": True}
-  return [(label, experiments.recipes.apply_overrides(cfg, init(cfg)) if _model(label).startswith("MoNE") else cfg)
+  # Keyed by the label's task, not cfg.video_task: every paper dataset trains the temporal task,
+  # and keying by it fine-tuned SSv2's MoNE from the Kinetics-400 MatViViT.
+  task = lambda label: label.partition(": ")[0]
+  matvit = {(task(label), cfg.seed): cfg for label, cfg in out if _model(label) == "MatViViT"}
+  init = lambda label, cfg: {"init_from": str(experiments.workdir(matvit[task(label), cfg.seed])), "iso_flops": True}
+  return [(label, experiments.recipes.apply_overrides(cfg, init(label, cfg)) if _model(label).startswith("MoNE") else cfg)
           for label, cfg in out]
 
 
