@@ -7,7 +7,9 @@ under 2% of the total for the paper's models). With these rules ViT-S/16, B/16 a
 at 224 px with a 21,843-way head come to 4.6, 17.5 and 61.3 GFLOPs (paper: 4.6, 17.6, 61.7).
 
 For MoNE the token counts per expert are the exact static counts EPR uses
-(`mone.capacity.expert_counts`), so the number is what the model really executes.
+(`mone.capacity.expert_counts`), so the number is what the model really executes. Which
+tokens each block processes, and at which width, is the model kind's to say
+(`mone.models.kinds.Kind.layers`); this module counts the multiply-accumulates.
 
 Videos (a `ViViTConfig`, `mone.models.vivit`; numbers are per clip, so "8x1" evaluation costs 8x):
 the t x p x p tubelet embedding, T' spatial passes of `depth` blocks over N + 1 tokens
@@ -26,10 +28,8 @@ and MLP as dead code (21.7 GFLOPs of the dense SSv2 clip, 8.6 of MoNE at e_c = 0
 the executed work is that much lower. Whole blocks are the published convention: without
 them the dense clip would be 352.3, 6% under the paper's 376.3.
 """
-import numpy as np
-
-from mone import capacity as capacity_lib
-from mone.models.config import KINDS, VIDEO_KINDS, ViTConfig, ViViTConfig, mod_tokens
+from mone.models import kinds
+from mone.models.config import ViTConfig, ViViTConfig
 
 
 def block_macs(num_tokens_per_group, widths, width: int, mlp_dim: int, attended: int | None = None):
@@ -45,81 +45,55 @@ def block_macs(num_tokens_per_group, widths, width: int, mlp_dim: int, attended:
   return macs
 
 
+def _layer_macs(layer: kinds.Layer, width: int, mlp_dim: int, full=()) -> int:
+  """One block of `kinds.Layer` plus its router; `full`: groups every block adds (ViViT's CLS token)."""
+  groups = tuple(full) + layer.groups
+  return block_macs([n for n, _ in groups], [d for _, d in groups], width, mlp_dim) + layer.router
+
+
 def _embed_head_macs(cfg: ViTConfig):
   return cfg.num_tokens * cfg.patch_size ** 2 * cfg.channels * cfg.width + cfg.width * cfg.num_classes
 
 
-def macs(config: ViTConfig | ViViTConfig, kind: str = "vit", e_c: float | None = None, *,
-         capacities=None, drop_smallest: bool = False) -> int:
-  """Forward multiply-accumulates of one example (one clip for a ViViTConfig). See `gflops`."""
-  if isinstance(config, ViViTConfig):
-    return _vivit_macs(config, kind, e_c, capacities, drop_smallest)
-  cfg, n, D, M = config, config.num_tokens, config.width, config.mlp_dim
-  widths = cfg.expert_widths
-  total = _embed_head_macs(cfg)
-  if kind == "vit":
-    return total + cfg.depth * block_macs([n], [D], D, M)
-  if kind == "matvit":
-    rel = [w / D for w in widths]
-    if e_c is None or not any(abs(e_c - r) < 1e-9 for r in rel):
-      raise ValueError(f"matvit needs e_c equal to a nested width fraction {rel}, got {e_c}")
-    d = widths[int(np.argmin([abs(e_c - r) for r in rel]))]
-    return total + cfg.depth * block_macs([n], [d], D, M)
-  if kind == "mod":
-    k = mod_tokens(cfg)
-    routed_layers = cfg.depth // 2  # layers 1, 3, 5, ...
-    return (total + (cfg.depth - routed_layers) * block_macs([n], [D], D, M)
-            + routed_layers * (block_macs([k], [D], D, M) + n * D))  # + the per-layer router
-  if kind == "mone":
-    if (e_c is None) == (capacities is None):
-      raise ValueError("mone needs exactly one of e_c or capacities")
-    caps = capacity_lib.budget("mone", e_c, cfg.num_experts).capacities if capacities is None else capacities
-    counts = capacity_lib.expert_counts(caps, n)
-    live = [(c, w) for g, (c, w) in enumerate(zip(counts, widths)) if c and not (drop_smallest and g == 0)]
-    routed = block_macs([c for c, _ in live], [w for _, w in live], D, M, sum(c for c, _ in live))
-    dense_layers = cfg.router_layer
-    return (total + dense_layers * block_macs([n], [D], D, M)
-            + (cfg.depth - dense_layers) * routed + cfg.num_routers * n * D * cfg.num_experts)
-  raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-
-
-def _vivit_macs(cfg: ViViTConfig, kind, e_c, capacities, drop_smallest) -> int:
+def _vivit_macs(cfg: ViViTConfig, layers) -> int:
   """One clip of the ViViT factorised encoder: T' spatial passes over N + 1 tokens (the
   spatial CLS token always at width D), one temporal pass over T' + 1 tokens at D."""
   n, nt, D, M = cfg.num_tokens, cfg.num_temporal, cfg.width, cfg.mlp_dim
-  widths = cfg.expert_widths
   embed = nt * n * cfg.tubelet_size * cfg.patch_size ** 2 * cfg.channels * D  # 3-D conv
   temporal = cfg.temporal_depth * block_macs([nt + 1], [D], D, M)
   head = D * cfg.num_classes
-  dense = block_macs([1, n], [D, D], D, M)  # one spatial block, one temporal index
-  if kind == "vit":
-    spatial = cfg.depth * dense
-  elif kind == "matvit":
-    rel = [w / D for w in widths]
-    if e_c is None or not any(abs(e_c - r) < 1e-9 for r in rel):
-      raise ValueError(f"matvit needs e_c equal to a nested width fraction {rel}, got {e_c}")
-    d = widths[int(np.argmin([abs(e_c - r) for r in rel]))]
-    spatial = cfg.depth * block_macs([1, n], [D, d], D, M)
-  elif kind == "mone":
-    if (e_c is None) == (capacities is None):
-      raise ValueError("mone needs exactly one of e_c or capacities")
-    caps = capacity_lib.budget("mone", e_c, cfg.num_experts).capacities if capacities is None else capacities
-    counts = capacity_lib.expert_counts(caps, n)
-    live = [(c, w) for g, (c, w) in enumerate(zip(counts, widths)) if c and not (drop_smallest and g == 0)]
-    routed = block_macs([1] + [c for c, _ in live], [D] + [w for _, w in live], D, M)
-    spatial = (cfg.router_layer * dense + (cfg.depth - cfg.router_layer) * routed
-               + cfg.num_routers * n * D * cfg.num_experts)
-  else:
-    raise ValueError(f"kind must be one of {VIDEO_KINDS} for a ViViTConfig, got {kind!r}")
+  spatial = sum(_layer_macs(layer, D, M, full=((1, D),)) for layer in layers)  # one temporal index
   return embed + nt * spatial + temporal + head
 
 
-def gflops(config: ViTConfig | ViViTConfig, kind: str = "vit", e_c: float | None = None, **kwargs) -> float:
+def macs_at(config: ViTConfig | ViViTConfig, kind, budget=None, width_index=None) -> int:
+  """Forward multiply-accumulates of one example (one clip for a ViViTConfig) of kind `kind`
+  (a name or a `kinds.Kind`) at a point as the models take it: a `capacity.Budget` (MoNE) or
+  a nested width's index (a MatViT sub-model; None: the full model)."""
+  layers = kinds.lookup(kind, config).layers(config, budget, width_index)
+  if isinstance(config, ViViTConfig):
+    return _vivit_macs(config, layers)
+  return _embed_head_macs(config) + sum(_layer_macs(layer, config.width, config.mlp_dim) for layer in layers)
+
+
+def gflops_at(config: ViTConfig | ViViTConfig, kind, budget=None, width_index=None) -> float:
+  """`macs_at` in GFLOPs (1 MAC = 1 FLOP)."""
+  return macs_at(config, kind, budget, width_index) / 1e9
+
+
+def macs(config: ViTConfig | ViViTConfig, kind="vit", e_c: float | None = None, *,
+         capacities=None, drop_smallest: bool = False) -> int:
+  """Forward multiply-accumulates of one example (one clip for a ViViTConfig). See `gflops`."""
+  k = kinds.lookup(kind, config)
+  return macs_at(config, k, *k.point(config, e_c, capacities, drop_smallest))
+
+
+def gflops(config: ViTConfig | ViViTConfig, kind="vit", e_c: float | None = None, **kwargs) -> float:
   """Analytic GFLOPs (1 MAC = 1 FLOP) of one forward pass of one example (a ViViTConfig:
   of one clip).
 
-  kind: 'vit' (dense), 'matvit' (e_c = the sub-model's width fraction, e.g. 0.25),
-  'mod' (12.5% of tokens every other layer; images only), 'mone' (e_c, or
-  capacities=... directly).
+  kind: a name or a `mone.models.kinds.Kind`: 'vit' (dense), 'matvit' (e_c = the sub-model's
+  width fraction, e.g. 0.25; without one the full model), 'mod' (12.5% of tokens every other
+  layer; images only), 'mone' (e_c, or capacities=... and drop_smallest=... directly).
   """
   return macs(config, kind, e_c, **kwargs) / 1e9

@@ -12,6 +12,8 @@ import resource
 import tempfile
 from pathlib import Path
 
+import mone
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 
@@ -129,7 +131,6 @@ def provenance() -> dict:
   import flax
   import optax
   import numpy
-  import mone
   dev = jax.devices()[0]
   return {
       "versions": {"mone": mone.__version__, "jax": jax.__version__, "flax": flax.__version__,

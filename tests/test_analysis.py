@@ -5,7 +5,7 @@ import pytest
 from mone import capacity, results
 from mone.chapters import analysis, experiments, routers
 from mone.data import digits
-from mone.models import routing, vit
+from mone.models import kinds, routing
 
 # ------------------------------------------------------------------- overlap ---
 
@@ -212,7 +212,7 @@ def test_mone_configs_are_shared_between_notebooks():
 @pytest.fixture(scope="module")
 def tiny_mone():
   cfg = experiments.image_config("smoke", kind="mone", e_c=0.4)
-  model = vit.make_model(cfg.model, "mone")
+  model = kinds.build(cfg.model, "mone")
   caps = tuple(capacity.capacity_distribution(0.4, 4))
   x = np.zeros((1, 32, 32, 3), np.float32)
   # Random parameters of the right shapes: eval_shape traces init without compiling it.

@@ -4,7 +4,7 @@ import pytest
 from helpers import hlo_matmul_macs
 
 from mone import capacity, flops
-from mone.models import config, vit
+from mone.models import config, kinds
 
 
 @pytest.mark.parametrize("variant,paper", [("S/16", 4.6), ("B/16", 17.6), ("L/16", 61.7)])
@@ -13,7 +13,7 @@ def test_published_vit_gflops(variant, paper):
 
 
 def _xla(cfg, kind, **kw):
-  m = vit.make_model(cfg, kind)
+  m = kinds.build(cfg, kind)
   x = jnp.zeros((1, cfg.image_size, cfg.image_size, cfg.channels))
   args = (kw["capacities"],) if "capacities" in kw else ()
   call_kw = {k: v for k, v in kw.items() if k in ("width_index", "drop_smallest")}

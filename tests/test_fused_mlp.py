@@ -12,7 +12,7 @@ import pytest
 from helpers import randomize
 from jax.ad_checkpoint import print_saved_residuals
 
-from mone.models import config, fused_mlp, layers, vit
+from mone.models import config, fused_mlp, kinds, layers, nested
 from mone.train import recipes
 
 SMOKE = recipes.smoke()
@@ -85,12 +85,12 @@ def test_bad_tiles_are_refused():
 # The block's opt-in path.
 
 def _loss(backend=None, **paths):
-  model = vit.make_model(dataclasses.replace(SMOKE.model, **paths), "mone", backend=backend)
+  model = kinds.build(dataclasses.replace(SMOKE.model, **paths), "mone", backend=backend)
   return lambda p, x: jnp.sum(jnp.tanh(model.apply({"params": p}, x, CAPS)[0]))
 
 
 def _params():
-  return randomize(vit.make_model(SMOKE.model, "mone").init(jax.random.key(0), X, CAPS))["params"]
+  return randomize(kinds.build(SMOKE.model, "mone").init(jax.random.key(0), X, CAPS))["params"]
 
 
 def test_a_mone_vit_with_the_kernel_computes_what_it_computes_without():
@@ -164,15 +164,14 @@ def test_a_mone_vit_built_for_cuda_runs_every_groups_mlp_through_triton():
 def test_every_model_passes_its_mlp_to_every_block():
   """The image models, MoD, ViViT (spatial and temporal blocks) and the drop-in encoder: with
   mlp="pallas" every group of every block calls the kernel, at "auto" none does (traced only)."""
-  from mone.models import nested, vivit
   video_cfg = config.vivit("tiny/8x2")
   video = jax.random.normal(jax.random.key(2), (1, video_cfg.num_frames, 32, 32, 3))
   tokens = jax.random.normal(jax.random.key(3), (2, 16, 32))
   depth, experts = SMOKE.model.depth, SMOKE.model.num_experts
   models = {  # name: (make(mlp), input, capacities or None, kernels per call: one per group and block)
-      "mone": (lambda m: vit.make_model(dataclasses.replace(SMOKE.model, mlp=m), "mone"), X, CAPS, depth * experts),
-      "mod": (lambda m: vit.make_model(dataclasses.replace(SMOKE.model, mlp=m), "mod"), X, None, depth),
-      "vivit-mone": (lambda m: vivit.make_video_model(dataclasses.replace(video_cfg, mlp=m), "mone"), video, CAPS,
+      "mone": (lambda m: kinds.build(dataclasses.replace(SMOKE.model, mlp=m), "mone"), X, CAPS, depth * experts),
+      "mod": (lambda m: kinds.build(dataclasses.replace(SMOKE.model, mlp=m), "mod"), X, None, depth),
+      "vivit-mone": (lambda m: kinds.build(dataclasses.replace(video_cfg, mlp=m), "mone"), video, CAPS,
                      video_cfg.depth * (1 + experts) + video_cfg.temporal_depth),  # + the CLS group; temporal
       "encoder": (lambda m: nested.NestedEncoder(32, 2, 2, 128, mlp=m), tokens, CAPS, 2 * experts),
   }

@@ -10,7 +10,7 @@ import pytest
 from helpers import randomize
 
 from mone import capacity, results
-from mone.models import config, layers, nested, vit, vivit
+from mone.models import config, kinds, layers, nested
 from mone.train import recipes
 
 SMOKE = recipes.smoke()
@@ -22,7 +22,7 @@ PATHS = ({"attention": "dot_product"}, {"grad_barrier": "off"}, {"attention": "d
 def _loss(kind, dtype=jnp.float32, backend=None, **paths):
   """A scalar of the model's logits in `dtype` (parameters and images cast, as the train step
   does), with the paths in `paths`."""
-  model = vit.make_model(dataclasses.replace(SMOKE.model, **paths), kind, backend=backend)
+  model = kinds.build(dataclasses.replace(SMOKE.model, **paths), kind, backend=backend)
   caps = (CAPS,) if kind == "mone" else ()
 
   def loss(p, x):
@@ -34,7 +34,7 @@ def _loss(kind, dtype=jnp.float32, backend=None, **paths):
 def _params(kind):
   caps = (CAPS,) if kind == "mone" else ()
   # Random parameters: the zero-initialised head would make every logit 0 and every gradient below it 0.
-  return randomize(vit.make_model(SMOKE.model, kind).init(jax.random.key(0), X, *caps))["params"]
+  return randomize(kinds.build(SMOKE.model, kind).init(jax.random.key(0), X, *caps))["params"]
 
 
 def _rel(a, b):
@@ -170,14 +170,13 @@ def test_every_model_passes_its_backend_to_every_block():
   """The image models, MoD, ViViT (spatial and temporal blocks) and the drop-in encoder: built for
   "cuda", no block of their gradient holds the barrier's conditional; built for the CPU, every
   block does (traced only)."""
-  from mone.models import nested, vivit
   video_cfg = config.vivit("tiny/8x2")
   video = jax.random.normal(jax.random.key(2), (1, video_cfg.num_frames, 32, 32, 3))
   tokens = jax.random.normal(jax.random.key(3), (2, 16, 32))
   models = {  # name: (make(backend), input, capacities or None, the CPU's conditionals: 3 a routed block, 1 a dense)
-      "mone": (lambda b: vit.make_model(SMOKE.model, "mone", backend=b), X, CAPS, 3 * SMOKE.model.depth),
-      "mod": (lambda b: vit.make_model(SMOKE.model, "mod", backend=b), X, None, SMOKE.model.depth),
-      "vivit-mone": (lambda b: vivit.make_video_model(video_cfg, "mone", backend=b), video, CAPS,
+      "mone": (lambda b: kinds.build(SMOKE.model, "mone", backend=b), X, CAPS, 3 * SMOKE.model.depth),
+      "mod": (lambda b: kinds.build(SMOKE.model, "mod", backend=b), X, None, SMOKE.model.depth),
+      "vivit-mone": (lambda b: kinds.build(video_cfg, "mone", backend=b), video, CAPS,
                      3 * video_cfg.depth + video_cfg.temporal_depth),
       "encoder": (lambda b: nested.NestedEncoder(32, 2, 2, 64, backend=b), tokens, CAPS, 3 * 2),
   }
@@ -213,10 +212,10 @@ def _scan_case(name, loop):
   remat, slices = opts.pop("remat", False), opts.pop("nested", False)
   if family == "image":
     cfg = config.vit("tiny/8", depth=opts.pop("depth", 3), head_zeroinit=False, layer_loop=loop, **opts)
-    model, x = vit.make_model(cfg, kind, remat=remat), X
+    model, x = kinds.build(cfg, kind, remat=remat), X
   else:
     cfg = config.vivit("tiny/8x2", depth=3, num_frames=4, head_zeroinit=False, layer_loop=loop)
-    model = vivit.make_video_model(cfg, kind, remat=remat)
+    model = kinds.build(cfg, kind, remat=remat)
     x = jax.random.normal(jax.random.key(2), (2, 4, cfg.image_size, cfg.image_size, 3))
   caps = (capacity.budget("mone", 0.3, cfg.num_experts).capacities,) if kind == "mone" else ()
   params = randomize(model.init(jax.random.key(0), x, *caps, **call))["params"]
@@ -262,7 +261,7 @@ def test_a_scanned_encoder_compiles_one_block_whatever_its_depth():
   training step, lowered here; XLA's compile time follows the program's size)."""
   def dots(depth, loop):
     cfg = dataclasses.replace(SMOKE.model, depth=depth, layer_loop=loop)
-    model = vit.make_model(cfg, "mone")
+    model = kinds.build(cfg, "mone")
     params = model.init(jax.random.key(0), X, CAPS)["params"]
     loss = lambda p: jnp.sum(model.apply({"params": p}, X, CAPS)[0])
     text = jax.jit(jax.grad(loss)).lower(params).as_text()

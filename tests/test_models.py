@@ -6,7 +6,7 @@ import pytest
 from helpers import randomize, set_alpha
 
 from mone import capacity
-from mone.models import config, layers, masked, vit
+from mone.models import config, kinds, layers, masked
 
 CFG = config.vit("tiny/8", depth=3)
 X = jax.random.normal(jax.random.key(0), (2, 32, 32, 3))
@@ -14,7 +14,7 @@ TOL = dict(rtol=2e-5, atol=2e-5)
 
 
 def init(cfg=CFG, kind="mone", seed=0):
-  m = vit.make_model(cfg, kind)
+  m = kinds.build(cfg, kind)
   args = (tuple(capacity.uniform(cfg.num_experts)),) if kind == "mone" else ()
   return m, randomize(m.init(jax.random.key(seed), X, *args), seed)
 
@@ -27,7 +27,7 @@ def test_full_capacity_equals_dense_vit():
   mone, v = init()
   v = set_alpha(v, 0.0)
   got, aux = mone.apply(v, X, (0.0, 0.0, 0.0, 1.0))
-  want, _ = vit.make_model(CFG, "vit").apply(dense_part(v), X)
+  want, _ = kinds.build(CFG, "vit").apply(dense_part(v), X)
   assert np.abs(np.asarray(want)).max() > 0.1  # a real, non-trivial output
   np.testing.assert_allclose(got, want, **TOL)
   assert np.all(np.asarray(aux["assignment"]) == 3)
@@ -38,7 +38,7 @@ def test_all_tokens_on_expert_j_equals_matvit_submodel(j):
   mone, v = init()
   v = set_alpha(v, 0.0)
   got, _ = mone.apply(v, X, tuple(np.eye(4)[j]))
-  want, _ = vit.make_model(CFG, "matvit").apply(dense_part(v), X, width_index=j)
+  want, _ = kinds.build(CFG, "matvit").apply(dense_part(v), X, width_index=j)
   np.testing.assert_allclose(got, want, **TOL)
 
 
@@ -120,7 +120,7 @@ def test_router_gets_gradients_once_alpha_moves():
   """Eq. 1 with alpha = 0: the block output is scaled by exactly 1, so dL/dW_r = 0 at the
   very first step; dL/dalpha = r * B_FFN is not (here it asks alpha to grow, which the bound
   [0, 1) lets through at 0: `nested.bounded_alpha`), and after one update W_r learns."""
-  mone = vit.make_model(CFG, "mone")
+  mone = kinds.build(CFG, "mone")
   v = mone.init(jax.random.key(0), X, (0.25,) * 4)
   v = {"params": {**randomize(v)["params"], "alpha": jnp.float32(0.0)}}
   caps = tuple(capacity.capacity_distribution(0.4))
@@ -168,7 +168,7 @@ def test_bad_inputs_are_rejected():
   with pytest.raises(ValueError, match="sum to 1"):
     mone.apply(v, X, (0.5, 0.5, 0.5, 0.5))
   with pytest.raises(ValueError, match="kind"):
-    vit.make_model(CFG, "moe")
+    kinds.build(CFG, "moe")
 
 
 @pytest.mark.parametrize("kind", ["vit", "mone"])

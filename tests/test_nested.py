@@ -8,7 +8,7 @@ import optax
 import pytest
 
 from mone import capacity
-from mone.models import config, nested, routing, vit
+from mone.models import config, kinds, nested, routing, vit
 
 D, DEPTH, HEADS, MLP, N = 32, 3, 2, 64, 16
 X = jax.random.normal(jax.random.key(1), (2, N, D))
@@ -71,7 +71,7 @@ def test_the_image_model_runs_its_transformer_through_the_same_code():
   cfg = config.vit("tiny/8", num_classes=10)
   images = jax.random.normal(jax.random.key(3), (2, cfg.image_size, cfg.image_size, 3))
   caps = capacity.budget("mone", 0.4, cfg.num_experts).capacities
-  model = vit.make_model(cfg, "mone")
+  model = kinds.build(cfg, "mone")
   params = model.init({"params": jax.random.key(0)}, images, caps)["params"]
   want, want_aux = model.apply({"params": params}, images, caps)
 

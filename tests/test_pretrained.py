@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mone import capacity
-from mone.models import config, pretrained, vit
+from mone.models import config, kinds, pretrained, vit
 
 CFG = config.vit("tiny/8", num_classes=10)  # 32 px, 8 px patches: 16 tokens
 IMAGES = jax.random.normal(jax.random.key(1), (2, CFG.image_size, CFG.image_size, 3))
@@ -78,7 +78,7 @@ def _checkpoint(tmp_path, exact_gelu=True, scanned=False):
 @pytest.mark.parametrize("scanned", [False, True], ids=["per-layer", "scanned"])
 def test_converted_vit_gives_the_checkpoints_logits(tmp_path, scanned):
   path, want = _checkpoint(tmp_path, scanned=scanned)
-  model = vit.make_model(CFG, "vit")
+  model = kinds.build(CFG, "vit")
   params = pretrained.load_big_vision(path, model.init(jax.random.key(0), IMAGES)["params"])
   got, _ = model.apply({"params": params}, IMAGES)
   np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5)
@@ -86,7 +86,7 @@ def test_converted_vit_gives_the_checkpoints_logits(tmp_path, scanned):
 
 def test_big_visions_tanh_gelu_is_the_only_difference(tmp_path):
   path, want = _checkpoint(tmp_path, exact_gelu=False)
-  model = vit.make_model(CFG, "vit")
+  model = kinds.build(CFG, "vit")
   got, _ = model.apply({"params": pretrained.load_big_vision(path, model.init(jax.random.key(0), IMAGES)["params"])}, IMAGES)
   err = float(jnp.max(jnp.abs(got - want)) / jnp.max(jnp.abs(want)))
   assert 0 < err < 1e-2, err
@@ -94,7 +94,7 @@ def test_big_visions_tanh_gelu_is_the_only_difference(tmp_path):
 
 def test_mone_starts_from_the_checkpoint_and_equals_it_at_full_capacity(tmp_path):
   path, want = _checkpoint(tmp_path)
-  mone = vit.make_model(CFG, "mone")
+  mone = kinds.build(CFG, "mone")
   full = (0.0, 0.0, 0.0, 1.0)
   init = mone.init(jax.random.key(0), IMAGES, full)["params"]
   params = pretrained.load_big_vision(path, init)
@@ -109,7 +109,7 @@ def test_mone_starts_from_the_checkpoint_and_equals_it_at_full_capacity(tmp_path
 def test_another_resolution_resamples_the_position_embeddings_and_other_classes_keep_the_head(tmp_path):
   path, _ = _checkpoint(tmp_path)
   big = config.vit("tiny/8", num_classes=5, image_size=64)  # 8 x 8 tokens instead of 4 x 4
-  model = vit.make_model(big, "vit")
+  model = kinds.build(big, "vit")
   x = jnp.zeros((1, 64, 64, 3))
   init = model.init(jax.random.key(0), x)["params"]
   params = pretrained.load_big_vision(path, init)
@@ -127,14 +127,14 @@ def test_another_resolution_resamples_the_position_embeddings_and_other_classes_
 def test_unsupported_checkpoints_are_refused_by_name(tmp_path):
   path, _ = _checkpoint(tmp_path)
   arrays = pretrained.read_npz(path)
-  init = vit.make_model(CFG, "vit").init(jax.random.key(0), IMAGES)["params"]
+  init = kinds.build(CFG, "vit").init(jax.random.key(0), IMAGES)["params"]
   with pytest.raises(ValueError, match="class token"):
     pretrained.load_big_vision({**arrays, "cls": np.zeros((1, 1, CFG.width))}, init)
   with pytest.raises(ValueError, match="missing"):
     pretrained.load_big_vision({k: v for k, v in arrays.items() if k != "pos_embedding"}, init)
-  deeper = vit.make_model(config.vit("tiny/8", num_classes=10, depth=3), "vit").init(jax.random.key(0), IMAGES)["params"]
+  deeper = kinds.build(config.vit("tiny/8", num_classes=10, depth=3), "vit").init(jax.random.key(0), IMAGES)["params"]
   with pytest.raises(ValueError, match="blocks"):
     pretrained.load_big_vision(arrays, deeper)
-  wider = vit.make_model(config.vit("tiny/8", num_classes=10, width=64, num_heads=2), "vit")
+  wider = kinds.build(config.vit("tiny/8", num_classes=10, width=64, num_heads=2), "vit")
   with pytest.raises(ValueError, match="does not match"):
     pretrained.load_big_vision(arrays, wider.init(jax.random.key(0), IMAGES)["params"])

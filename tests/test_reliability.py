@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from mone import capacity
 from mone.data import pipeline, sources
-from mone.models import config, routing, vit
+from mone.models import config, kinds, routing
 from mone.train import loop, recipes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -97,11 +97,11 @@ def test_full_width_routing_equals_the_dense_vit(e, heads, mult, depth, router_l
                    router_layer=min(router_layer, depth - 1))
   x = jax.random.normal(jax.random.key(seed), (2, 32, 32, 3))
   full = (0.0,) * (e - 1) + (1.0,)
-  mone = vit.make_model(cfg, "mone")
+  mone = kinds.build(cfg, "mone")
   v = set_alpha(randomize(mone.init(jax.random.key(seed), x, full), seed), 0.0)
   dense_params = {k: p for k, p in v["params"].items() if not k.startswith("router") and k != "alpha"}
   got = mone.apply(v, x, full)[0]
-  want = vit.make_model(cfg, "vit").apply({"params": dense_params}, x)[0]
+  want = kinds.build(cfg, "vit").apply({"params": dense_params}, x)[0]
   assert np.abs(np.asarray(want)).max() > 0.05
   np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
 
@@ -236,7 +236,7 @@ def test_nan_inputs_route_the_finite_tokens_as_before():
   """The documented guard: a token whose router scores are NaN (from a NaN pixel) becomes the
   least preferred; every other token keeps the routing it had."""
   cfg = config.vit("tiny/8")
-  m = vit.make_model(cfg, "mone")
+  m = kinds.build(cfg, "mone")
   x = jax.random.normal(jax.random.key(0), (1, 32, 32, 3))
   v = randomize(m.init(jax.random.key(0), x, (0.25,) * 4))
   caps = (0.25, 0.25, 0.25, 0.25)
@@ -257,7 +257,7 @@ def test_nan_inputs_route_the_finite_tokens_as_before():
                                           ((2, 16, 16, 3), "images must have shape")])
 def test_images_of_the_wrong_size_or_channels(shape, match):
   cfg = config.vit("tiny/8")
-  m = vit.make_model(cfg, "vit")
+  m = kinds.build(cfg, "vit")
   with pytest.raises(ValueError, match=match):
     m.init(jax.random.key(0), jnp.zeros(shape))
 

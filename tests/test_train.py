@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mone import flops, results
-from mone.models import vit
+from mone.models import kinds
 from mone.data import sources
 from mone.train import checkpoints, evaluation, loop, recipes, steps
 
@@ -68,7 +68,7 @@ def test_mone_finetunes_from_matvit(tmp_path):
   loop.train(tiny(kind="matvit"), tmp_path / "matvit", progress=False)
   loaded = checkpoints.load_params(tmp_path / "matvit")
   cfg = tiny(kind="mone", init_from=str(tmp_path / "matvit"), steps=2)
-  model = vit.make_model(cfg.model, "mone")
+  model = kinds.build(cfg.model, "mone")
   params = steps.init_params(cfg, model, np.zeros((1, 32, 32, 3), np.float32))
   np.testing.assert_array_equal(params["block_0"]["qkv_kernel"], loaded["block_0"]["qkv_kernel"])
   assert float(params["alpha"]) == 0.0 and "router_0" in params

@@ -9,7 +9,7 @@ import pytest
 from helpers import hlo_matmul_macs, randomize, set_alpha
 
 from mone import capacity, flops
-from mone.models import config, masked, routing, vivit
+from mone.models import config, kinds, masked, routing, vivit
 
 CFG = config.vivit("tiny/8x2")  # 4 temporal indices x 16 tokens, width 32, 2 + 1 layers
 X = jax.random.normal(jax.random.key(0), (2, 8, 32, 32, 3))
@@ -20,7 +20,7 @@ CAPS = tuple(capacity.capacity_distribution(0.4))
 def init(cfg=CFG, seed=0):
   """Randomised MoNE parameters (a superset of the dense ViViT's); only their shapes come
   from the model, so nothing is compiled."""
-  m = vivit.make_video_model(cfg, "mone")
+  m = kinds.build(cfg, "mone")
   caps = tuple(capacity.capacity_distribution(0.4, cfg.num_experts))
   return randomize(jax.eval_shape(lambda k: m.init(k, X, caps), jax.random.key(seed)), seed)
 
@@ -32,7 +32,7 @@ def dense_part(v):
 def apply(cfg, kind, v, x=X, capacities=None, **kw):
   # Eagerly, not jitted: the op-by-op executables are shared by every test, where each
   # distinct capacity tuple would otherwise compile a whole new forward.
-  m = vivit.make_video_model(cfg, kind)
+  m = kinds.build(cfg, kind)
   return m.apply(v, x, *(() if capacities is None else (capacities,)), **kw)
 
 
@@ -90,7 +90,7 @@ def test_parameter_count(variant):
   want = (cfg.tubelet_size * cfg.patch_size ** 2 * cfg.channels * D + D + n * D + D
           + cfg.depth * block + D * E + E + 1 + 2 * D + D + (nt + 1) * D
           + cfg.temporal_depth * block + 2 * D + D * cfg.num_classes + cfg.num_classes)
-  shapes = jax.eval_shape(lambda k: vivit.make_video_model(cfg, "mone").init(
+  shapes = jax.eval_shape(lambda k: kinds.build(cfg, "mone").init(
       k, jnp.zeros((1, 8, 32, 32, 3)), CAPS), jax.random.key(0))
   assert sum(int(np.prod(l.shape)) for l in jax.tree_util.tree_leaves(shapes)) == want
   assert {"tiny/8x2": 51_759, "XS/4x2": 311_823}[variant] == want
@@ -186,7 +186,7 @@ def test_grouped_mone_equals_masked_reference(overrides, e_c, drop):
 
 def test_random_router_needs_and_uses_rng():
   cfg = config.vivit("tiny/8x2", router="random")
-  m = vivit.make_video_model(cfg, "mone")
+  m = kinds.build(cfg, "mone")
   f = lambda key: m.apply(V, X, CAPS, rngs={"routing": key})[1]["assignment"]
   a1, a2 = np.asarray(f(jax.random.key(1))), np.asarray(f(jax.random.key(2)))
   assert not np.array_equal(a1, a2)
@@ -196,7 +196,7 @@ def test_random_router_needs_and_uses_rng():
 
 
 def test_bad_inputs_are_rejected():
-  m = vivit.make_video_model(CFG, "mone")
+  m = kinds.build(CFG, "mone")
   with pytest.raises(ValueError, match=r"video must have shape \[batch, 8, 32, 32, 3\]"):
     m.apply(V, jnp.ones((2, 6, 32, 32, 3)), CAPS)
   with pytest.raises(ValueError, match="video must have shape"):
@@ -206,13 +206,13 @@ def test_bad_inputs_are_rejected():
   with pytest.raises(ValueError, match="sum to 1"):
     m.apply(V, X, (0.5, 0.5, 0.5, 0.5))
   with pytest.raises(ValueError, match="width_index must be in"):
-    vivit.make_video_model(CFG, "matvit").apply(dense_part(V), X, width_index=4)
+    kinds.build(CFG, "matvit").apply(dense_part(V), X, width_index=4)
   with pytest.raises(ValueError, match="capacities are for routed"):
-    vivit.make_video_model(CFG, "vit").apply(dense_part(V), X, CAPS)
+    kinds.build(CFG, "vit").apply(dense_part(V), X, CAPS)
   with pytest.raises(ValueError, match="kind must be one of"):
-    vivit.make_video_model(CFG, "mod")
+    kinds.build(CFG, "mod")
   with pytest.raises(ValueError, match="config must be a ViViTConfig"):
-    vivit.make_video_model(config.vit("tiny/8"), "vit")
+    kinds.KINDS["vit", True].build(config.vit("tiny/8"))
   with pytest.raises(ValueError, match=r"clips must have shape \[batch, num_clips >= 1"):
     vivit.multiclip_logits(lambda v: v, X)
 
@@ -230,7 +230,7 @@ def test_multiclip_averages_probabilities():
 
 
 def test_multiclip_with_the_model():
-  m = vivit.make_video_model(CFG, "mone")
+  m = kinds.build(CFG, "mone")
   fn = lambda v: m.apply(V, v, CAPS)[0]
   clips = jnp.stack([X, X[:, ::-1]], axis=1)  # K = 2 clips per example
   got = vivit.multiclip_logits(fn, clips)
@@ -243,7 +243,7 @@ def test_multiclip_with_the_model():
 # ------------------------------------------------------------------------------
 def _hlo_macs(cfg, kind, capacities=None, **kw):
   """Dot/conv MACs of the jitted forward, from shapes alone (nothing is run)."""
-  m = vivit.make_video_model(cfg, kind)
+  m = kinds.build(cfg, kind)
   x = jax.ShapeDtypeStruct((1, cfg.num_frames, cfg.image_size, cfg.image_size, cfg.channels), jnp.float32)
   args = () if capacities is None else (capacities,)
   v = jax.eval_shape(lambda x: m.init(jax.random.key(0), x, *args, **kw), x)
@@ -308,7 +308,7 @@ def test_zero_head_gives_the_backbone_no_gradient_at_init(video):
   grads, params = {}, {}
   for zero in (True, False):
     c = dataclasses.replace(cfg, head_zeroinit=zero)
-    m = vivit.make_video_model(c, "vit") if video else vit.make_model(c, "vit")
+    m = kinds.build(c, "vit")
     p = m.init(jax.random.key(0), x)["params"]
     loss = lambda p: optax.softmax_cross_entropy_with_integer_labels(m.apply({"params": p}, x)[0], labels).mean()
     params[zero], grads[zero] = p, jax.grad(loss)(p)

@@ -26,10 +26,6 @@ ROUTERS = ("learned", "random")
 UNBOUNDED_ALPHA_SIZES = ("XS",)
 
 
-KINDS = ("vit", "matvit", "mod", "mone")  # the image model kinds (mone.models.vit.make_model)
-VIDEO_KINDS = ("vit", "matvit", "mone")  # the video ones: 'vit' is the dense ViViT (mone.models.vivit)
-
-
 # The blocks' implementations (`mone.models.layers.resolve_attention`, `resolve_barrier`, `resolve_mlp`).
 ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
 BARRIERS = ("auto", "on", "off")

@@ -4,7 +4,8 @@
 Eqs. 1, 4-8): MoNE's routed groups, a MatViT sub-model's single narrow group, and the dense
 model's single full-width group all run through it, so the dense baseline and MoNE share
 every line of compute. The rest exists for speed on the CPU, each with its measurement:
-`attention` (heads-major, normalised after the AV product), `gelu` (erf, not erfc),
+`attention` (heads-major, normalised after the AV product), `gelu` (erf, not erfc; it lives
+with the MLP kernel in `mone.models.fused_mlp`, which computes the same MLP),
 `layer_norm` (one pass), `materialize_grad` (stops XLA:CPU recomputing the residual
 stream's cotangent in every block), `PatchConv` (a patch embedding as one matmul) and
 `nested_weights` (weight slices made once per update instead of once per call).
@@ -48,7 +49,8 @@ import jax.numpy as jnp
 import flax.linen as nn
 import numpy as np
 
-from mone.models.config import LAYER_LOOPS
+from mone.models.config import ATTENTIONS, BARRIERS, LAYER_LOOPS, MLPS
+from mone.models.fused_mlp import gelu, nested_mlp
 
 
 def layer_norm(x, scale, bias, eps=1e-6):
@@ -60,14 +62,6 @@ def layer_norm(x, scale, bias, eps=1e-6):
   # E[x^2] - E[x]^2 (flax's default): both sums come from one pass over x.
   var = jnp.maximum(jnp.mean(jnp.square(x), axis=-1, keepdims=True) - jnp.square(mean), 0.0)
   return ((x - mean) * jax.lax.rsqrt(var + eps)).astype(dtype) * scale + bias
-
-
-def gelu(x):
-  """Exact (erf) GELU. jax.nn.gelu(approximate=False) evaluates the same function through
-  erfc, whose two-branch polynomial costs twice as much on the CPU; GELU runs on every
-  token at the full MLP width 4D, so this is a fixed cost the dense model and MoNE share
-  (differences are < 1e-6 absolute, in the far negative tail)."""
-  return 0.5 * x * (1.0 + jax.lax.erf(x * float(1 / np.sqrt(2))))
 
 
 def attention(q, k, v):
@@ -118,7 +112,6 @@ def resolve_attention(name: str, backend: str, dtype, head_dim: int) -> str:
   that is a multiple of 8 up to 128 (up to 256 from Hopper on; 128 is the bound on every GPU,
   and ViT's heads are 64 wide), checked by jax._src.cudnn.fused_attention_stablehlo. "cudnn" on
   another backend is refused here, with a message, rather than left to fail inside jax."""
-  from mone.models.config import ATTENTIONS
   if name not in ATTENTIONS:
     raise ValueError(f"attention must be one of {ATTENTIONS}, got {name!r}")
   if name == "cudnn" and backend not in CUDA:
@@ -135,7 +128,6 @@ def resolve_mlp(name: str, backend: str) -> str:
   tests). "auto" is "xla" on every backend: the kernel is unmeasured, and "auto" switches to it on
   a GPU only after a GPU report (`mone.bench.report`, switch 'fused_mlp') measures it faster.
   "pallas" elsewhere (a TPU, ROCm: untested) is refused here, with a message."""
-  from mone.models.config import MLPS
   if name not in MLPS:
     raise ValueError(f"mlp must be one of {MLPS}, got {name!r}")
   if name == "pallas" and backend != "cpu" and backend not in CUDA:
@@ -147,7 +139,6 @@ def resolve_barrier(name: str, backend: str) -> bool:
   """Whether blocks store the residual stream's cotangent behind a conditional (`materialize_grad`):
   "auto" does on the CPU, where XLA:CPU otherwise recomputes it in every block (measured), and not
   on a GPU or TPU, where it was never measured to help and a conditional may wait on the host."""
-  from mone.models.config import BARRIERS
   if name not in BARRIERS:
     raise ValueError(f"grad_barrier must be one of {BARRIERS}, got {name!r}")
   return name == "on" or (name == "auto" and backend == "cpu")
@@ -259,10 +250,9 @@ class Block(nn.Module):
     # MLP: hidden width is always M = 4D; only the in- and out-projections are sliced.
     outs = []
     for g, (z, d) in enumerate(zip(zs, widths)):
-      if mlp == "pallas":  # the same function as one kernel (`fused_mlp`); imported only when asked for
-        from mone.models import fused_mlp
-        y = fused_mlp.nested_mlp(layer_norm(z, ln2_s[:d], ln2_b[:d]), nested("mlp1_kernel", w1, d, 0), b1,
-                                 nested("mlp2_kernel", w2, d, 1), b2[:d], interpret=backend == "cpu")
+      if mlp == "pallas":  # the same function as one kernel (`mone.models.fused_mlp`)
+        y = nested_mlp(layer_norm(z, ln2_s[:d], ln2_b[:d]), nested("mlp1_kernel", w1, d, 0), b1,
+                       nested("mlp2_kernel", w2, d, 1), b2[:d], interpret=backend == "cpu")
       else:
         y = gelu(layer_norm(z, ln2_s[:d], ln2_b[:d]) @ nested("mlp1_kernel", w1, d, 0) + b1)
         y = y @ nested("mlp2_kernel", w2, d, 1) + b2[:d]

@@ -17,13 +17,13 @@ embeddings) onto `mone.models.vit.ViT`'s::
 
 Stacked ("scanned") checkpoints, with `Transformer/encoderblock/...` holding every layer on a
 leading axis, load too. One numerical difference stays: big_vision's MLP uses flax's tanh
-approximation of GELU, `mone` the exact erf (see `mone.models.layers.gelu`); on a converted model the
+approximation of GELU, `mone` the exact erf (see `mone.models.fused_mlp.gelu`); on a converted model the
 logits differ by about 1e-3 of their scale, well inside what fine-tuning moves.
 
 Usage (MoNE fine-tuned from a pretrained ViT-S/16 at 224 px)::
 
   cfg = mone.models.config.vit("S/16", num_classes=1000)
-  model = mone.models.vit.make_model(cfg, "mone")
+  model = mone.models.kinds.build(cfg, "mone")
   init = model.init(jax.random.key(0), images, capacities)["params"]
   params = mone.models.pretrained.load_big_vision("S_16-i21k.npz", init)   # router, alpha: from init
 """

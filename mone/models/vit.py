@@ -6,14 +6,15 @@ appendix Eqs. 4-8; Dosovitskiy et al. (2021) for ViT; Raposo et al. (2024) for M
 All four share one parameter layout (MoNE adds `router_*` and `alpha`, MoD adds
 `mod_router_*`), so a MatViT checkpoint initialises MoNE directly. ViT, MatViT and MoNE run
 their transformer through `mone.models.nested.encode`, the drop-in nested-expert encoder (how MoNE
-runs fast is described there); the blocks are `mone.models.layers.Block`.
+runs fast is described there); the blocks are `mone.models.layers.Block`. Which module each
+model kind builds, and how it is applied, is in `mone.models.kinds`.
 """
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from mone.models import nested
-from mone.models.config import KINDS, ViTConfig, mod_tokens
+from mone.models.config import ViTConfig, mod_tokens
 from mone.models.layers import Head, PatchConv, block_class
 
 
@@ -102,14 +103,3 @@ class MoD(nn.Module):
       aux["selected"].append(idx)
     return Head(cfg.num_classes, cfg.head_zeroinit, name="head")(x), aux
 
-
-def make_model(config: ViTConfig, kind: str, remat: bool = False, backend: str | None = None) -> nn.Module:
-  """The Flax module for kind 'vit', 'matvit' (same as vit; pick width_index), 'mone', 'mod';
-  remat=True rematerialises every block; backend: see ViT."""
-  if kind in ("vit", "matvit"):
-    return ViT(config, remat=remat, backend=backend)
-  if kind == "mone":
-    return ViT(config, routed=True, remat=remat, backend=backend)
-  if kind == "mod":
-    return MoD(config, remat=remat, backend=backend)
-  raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

@@ -31,7 +31,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from mone.models import nested
-from mone.models.config import VIDEO_KINDS as KINDS
 from mone.models.config import ViViTConfig
 from mone.models.layers import block_class, head_kernel_init
 
@@ -127,18 +126,6 @@ class ViViT(nn.Module):
       (h,) = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend, cfg.mlp)(
           D, cfg.num_heads, cfg.mlp_dim, name=f"temporal_block_{l}")([h], (D,))
     return ClsHead(cfg.num_classes, cfg.head_zeroinit, name="head")(h), aux  # [B, num_classes]
-
-
-def make_video_model(config: ViViTConfig, kind: str, remat: bool = False, backend: str | None = None) -> nn.Module:
-  """The Flax module for kind 'vit' (dense ViViT), 'matvit' (same module; pick
-  width_index) or 'mone'; remat=True rematerialises every block; backend: see ViViT."""
-  if not isinstance(config, ViViTConfig):
-    raise ValueError(f"config must be a ViViTConfig (mone.models.config.vivit(...)), got {type(config).__name__}")
-  if kind in ("vit", "matvit"):
-    return ViViT(config, remat=remat, backend=backend)
-  if kind == "mone":
-    return ViViT(config, routed=True, remat=remat, backend=backend)
-  raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def multiclip_logits(logits_fn, clips):

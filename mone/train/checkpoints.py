@@ -5,6 +5,7 @@ Checkpoints are synchronous: a run killed mid-save leaves an incomplete step tha
 import logging
 import sys
 
+from mone import results
 from mone.train.recipes import TrainConfig
 
 log = logging.getLogger("mone.train")
@@ -12,7 +13,6 @@ log = logging.getLogger("mone.train")
 
 def _folder(workdir):
   """WORKDIR/checkpoints, absolute where local (orbax wants absolute paths), else as given (gs://)."""
-  from mone import results
   path = results.as_path(workdir) / "checkpoints"
   return path.absolute() if results.is_local(path) else path
 

@@ -6,19 +6,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from mone.data import pipeline, sources
-from mone.models import vivit
+from mone.models import kinds, vivit
 from mone.train import sharding, steps
 from mone.train.recipes import TrainConfig
 
 
-def _predict(cfg: TrainConfig, model, params, images, caps, width_index):
+def _predict(cfg: TrainConfig, model, params, images, budget, width_index):
   """(predicted class [B], expert assignment or None) of a batch: the logits of `steps.logits`,
   averaged over clips for [B, K clips, T, H, W, C] videos (the paper's multi-clip "8x1")."""
   rng = jax.random.key(cfg.seed + 2)
   if images.ndim == 6:
-    fn = lambda clip: steps.logits(cfg, model, params, clip, caps, rng, width_index)[0]
+    fn = lambda clip: steps.logits(cfg, model, params, clip, budget, rng, width_index)[0]
     return jnp.argmax(vivit.multiclip_logits(fn, images), -1), None
-  logits, aux = steps.logits(cfg, model, params, images, caps, rng, width_index)
+  logits, aux = steps.logits(cfg, model, params, images, budget, rng, width_index)
   return jnp.argmax(logits, -1), aux.get("assignment")
 
 
@@ -27,9 +27,9 @@ def eval_step_fn(cfg: TrainConfig, model):
   correct valid examples, expert assignment or None). The count is reduced on device, so it is
   the global count on every process of a multi-process run. Build the step once and pass it to
   every `evaluate` of a run: each new one compiles again."""
-  @functools.partial(jax.jit, static_argnames=("caps", "width_index"))
-  def eval_step(params, images, labels, valid, caps, width_index):
-    pred, assignment = _predict(cfg, model, params, images, caps, width_index)
+  @functools.partial(jax.jit, static_argnames=("budget", "width_index"))
+  def eval_step(params, images, labels, valid, budget, width_index):
+    pred, assignment = _predict(cfg, model, params, images, budget, width_index)
     return jnp.sum((pred == labels) & valid), assignment
   return eval_step
 
@@ -37,7 +37,7 @@ def eval_step_fn(cfg: TrainConfig, model):
 @functools.lru_cache(maxsize=8)
 def _predict_step(cfg: TrainConfig, model):
   """The jitted `_predict` of a (config, model), built once: each new jit compiles again."""
-  return jax.jit(functools.partial(_predict, cfg, model), static_argnames=("caps", "width_index"))
+  return jax.jit(functools.partial(_predict, cfg, model), static_argnames=("budget", "width_index"))
 
 
 def predict(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=None,
@@ -46,9 +46,9 @@ def predict(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=No
   capacity e_c (MoNE) or nested width width_index (MatViT), for error analyses; one process."""
   if jax.process_count() > 1:
     raise ValueError("predict gathers every example's prediction on one host: run it in one process")
-  caps = cfg.budget(e_c) if cfg.kind == "mone" else None
+  budget = kinds.kind_of(cfg).budget(cfg, e_c)
   step = _predict_step(cfg, model)
-  preds = [np.asarray(step(params, sources.inputs(batch), caps=caps, width_index=width_index)[0])[batch["valid"]]
+  preds = [np.asarray(step(params, sources.inputs(batch), budget=budget, width_index=width_index)[0])[batch["valid"]]
            for batch in pipeline.eval_batches(source, batch_size or cfg.eval_batch_size)]
   return np.concatenate(preds).astype(np.int32)
 
@@ -60,7 +60,7 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
   the per-token expert assignment (MoNE) for visualisation. step_fn: from `eval_step_fn`.
   In a multi-process run every process loads its share of each batch (`pipeline.eval_batches`)
   and gets the same, global, result."""
-  caps = cfg.budget(e_c) if cfg.kind == "mone" else None
+  budget = kinds.kind_of(cfg).budget(cfg, e_c)
   mesh = mesh or sharding.make_mesh(cfg)
   bs = batch_size or cfg.eval_batch_size
   eval_step = step_fn or eval_step_fn(cfg, model)
@@ -71,7 +71,7 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
   for batch in pipeline.eval_batches(source, bs, process_index=jax.process_index(),
                                      process_count=jax.process_count()):
     feed = [sharding.shard(mesh, x) for x in (sources.inputs(batch), batch["label"], batch["valid"])]
-    num_correct, assignment = eval_step(params, *feed, caps, width_index)
+    num_correct, assignment = eval_step(params, *feed, budget, width_index)
     correct += int(num_correct)
     if keep_assignment and assignment is not None:
       assignments.append(np.asarray(assignment)[batch["valid"]])
@@ -86,19 +86,9 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
 def curve_point(cfg: TrainConfig):
   """The (e_c, width_index) a learning curve follows: the training budget (MoNE), the full
   width (MatViT), or the model itself."""
-  if cfg.kind == "matvit":
-    return (None, cfg.model.num_experts - 1)
-  points = eval_points(cfg)
-  if points:
-    return points[0]
-  return (sorted(cfg.adaptive_e_c)[len(cfg.adaptive_e_c) // 2], None)  # adaptive, no eval_e_c
+  return kinds.kind_of(cfg).curve_point(cfg)
 
 
 def eval_points(cfg: TrainConfig):
   """The (e_c, width_index) pairs a finished run reports."""
-  if cfg.kind == "matvit":
-    return [(None, j) for j in range(cfg.model.num_experts)]
-  if cfg.kind == "mone":
-    train_e_c = () if cfg.adaptive else (cfg.e_c,)
-    return [(e, None) for e in dict.fromkeys(train_e_c + tuple(cfg.eval_e_c))]
-  return [(None, None)]
+  return kinds.kind_of(cfg).eval_points(cfg)

@@ -14,8 +14,10 @@ import types
 import typing
 
 from mone import capacity as capacity_lib
-from mone.models.config import KINDS, ViTConfig, ViViTConfig
+from mone.data.moving_digits import NUM_CLASSES
 from mone.models import config as model_config
+from mone.models import kinds
+from mone.models.config import ViTConfig, ViViTConfig
 
 # Adaptive training samples e_c uniformly from these each step (paper Sec. 5).
 ADAPTIVE_E_C = (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
@@ -29,7 +31,7 @@ DTYPES = ("float32", "bfloat16")
 class TrainConfig:
   name: str
   model: ViTConfig | ViViTConfig
-  kind: str = "mone"          # vit | matvit | mod | mone
+  kind: str = "mone"          # vit | matvit | mod | mone (`mone.models.kinds`)
   e_c: float | None = 0.4     # MoNE's training capacity (ignored with adaptive)
   adaptive: bool = False      # MoNE: sample e_c from adaptive_e_c every step
   # The budgets adaptive training samples from (paper: ADAPTIVE_E_C). Fewer distinct budgets
@@ -98,16 +100,13 @@ class TrainConfig:
     def need(ok, msg):
       if not ok:
         raise ValueError(f"config {self.name!r}: {msg}")
-    need(self.kind in KINDS, f"kind must be one of {KINDS}, got {self.kind!r}")
+    try:
+      kind = kinds.kind_of(self)  # for the model's modality: MoD is image-only
+    except ValueError as e:
+      raise ValueError(f"config {self.name!r}: {e}") from None
     need(self.allocation in capacity_lib.ALLOCATIONS,
          f"allocation must be one of {capacity_lib.ALLOCATIONS}, got {self.allocation!r}")
-    need(not self.adaptive or self.kind == "mone", "adaptive=True needs kind=mone")
-    if self.kind == "mone":
-      need(not self.adaptive or len(self.adaptive_e_c) >= 1, "adaptive=True needs at least one adaptive_e_c")
-      for e_c in (tuple(self.adaptive_e_c) if self.adaptive else (self.e_c,)) + tuple(self.eval_e_c):
-        need(e_c is not None, "kind=mone needs e_c (or adaptive=True)")
-        self.budget(e_c)  # raises a ValueError naming e_c
-      need(self.adaptive or self.e_c is not None, "kind=mone needs e_c")
+    kind.check(self, need)  # e_c, adaptive and their budgets
     for f in ("batch_size", "eval_batch_size", "steps", "log_every", "checkpoint_every",
               "keep_checkpoints", "num_train", "num_test"):
       need(isinstance(getattr(self, f), int) and getattr(self, f) >= 1,
@@ -138,14 +137,12 @@ class TrainConfig:
     video = self.dataset in VIDEO_DATASETS
     need(isinstance(self.model, ViViTConfig) == video,
          f"dataset={self.dataset} needs a {'ViViTConfig (config.vivit)' if video else 'ViTConfig (config.vit)'}")
-    need(not video or self.kind != "mod", "the MoD baseline is image-only (as in the paper)")
     need(not video or self.mixup_alpha == 0, "mixup_alpha is for image datasets")
     need(self.num_clips >= 1 and self.frame_stride >= 1, "num_clips and frame_stride must be >= 1")
     if self.dataset == "digits":
       need(self.model.num_classes == 10, f"the digits dataset has 10 classes; model.num_classes="
            f"{self.model.num_classes}")
     elif self.dataset == "moving_digits":
-      from mone.data.moving_digits import NUM_CLASSES
       need(self.video_task in NUM_CLASSES, f"video_task must be one of {sorted(NUM_CLASSES)}, "
            f"got {self.video_task!r}")
       need(self.model.num_classes == NUM_CLASSES[self.video_task],

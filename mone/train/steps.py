@@ -1,17 +1,18 @@
 """What one training step needs: the model of a config, its budget at a step, FLOPs,
-parameters, the optimizer and the jitted update."""
+parameters, the optimizer and the jitted update. What differs between the model kinds is
+asked of the config's kind (`mone.models.kinds.kind_of`)."""
 import logging
 import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from mone import flops
 from mone.data import pipeline
+from mone.models import kinds, layers
 from mone.models.config import ViViTConfig
-from mone.models import layers, vit
+from mone.train import checkpoints
 from mone.train.recipes import TrainConfig
 
 log = logging.getLogger("mone.train")
@@ -19,10 +20,7 @@ log = logging.getLogger("mone.train")
 
 def build_model(cfg: TrainConfig):
   """The Flax module of the config's kind: ViT-family for images, ViViT-FE for videos."""
-  if isinstance(cfg.model, ViViTConfig):
-    from mone.models import vivit
-    return vivit.make_video_model(cfg.model, cfg.kind, remat=cfg.remat)
-  return vit.make_model(cfg.model, cfg.kind, remat=cfg.remat)
+  return kinds.kind_of(cfg).build(cfg.model, remat=cfg.remat)
 
 
 def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
@@ -34,33 +32,19 @@ def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
 def train_budget(cfg: TrainConfig, step: int):
   """This step's budget (`capacity.Budget`, static under jit): the config's e_c, or (adaptive)
   one drawn from cfg.adaptive_e_c; None for a model without routing."""
-  if cfg.kind != "mone":
-    return None
-  e_c = cfg.e_c
-  if cfg.adaptive:
-    rng = np.random.default_rng([cfg.seed, step, 7])
-    e_c = float(rng.choice(cfg.adaptive_e_c))
-  return cfg.budget(e_c)
+  return kinds.kind_of(cfg).train_budget(cfg, step)
 
 
 def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
   """Inference GFLOPs per example of the config's model at the given capacity."""
-  m = cfg.model
-  if cfg.kind == "mone":
-    b = cfg.budget(e_c)
-    return flops.gflops(m, "mone", capacities=b.capacities, drop_smallest=b.drop_smallest)
-  if cfg.kind == "matvit" and width_index is not None:
-    return flops.gflops(m, "matvit", m.expert_widths[width_index] / m.width)
-  return flops.gflops(m, "mod" if cfg.kind == "mod" else "vit")
+  kind = kinds.kind_of(cfg)
+  return flops.gflops_at(cfg.model, kind, kind.budget(cfg, e_c), width_index)
 
 
 def train_step_gflops(cfg: TrainConfig) -> float:
-  """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies)."""
-  if cfg.kind == "matvit":  # joint loss: every nested width runs forward
-    return sum(forward_gflops(cfg, width_index=j) for j in range(cfg.model.num_experts))
-  if cfg.kind == "mone" and cfg.adaptive:
-    return float(np.mean([forward_gflops(cfg, e) for e in cfg.adaptive_e_c]))
-  return forward_gflops(cfg, cfg.e_c)
+  """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies; MatViT's
+  joint loss runs every nested width forward)."""
+  return kinds.kind_of(cfg).train_cost(cfg, lambda e_c, width_index: forward_gflops(cfg, e_c, width_index))
 
 
 def train_gflops(cfg: TrainConfig) -> float:
@@ -72,17 +56,16 @@ def num_train_steps(cfg: TrainConfig) -> int:
   """cfg.steps, or with iso_flops the steps that spend the dense ViT's training FLOPs."""
   if not cfg.iso_flops:
     return cfg.steps
-  dense = flops.gflops(cfg.model, "vit")
+  dense = flops.gflops(cfg.model)  # the dense ViT's
   return int(math.ceil(cfg.steps * dense / train_step_gflops(cfg)))
 
 
 def init_params(cfg: TrainConfig, model, sample_images):
-  args = (train_budget(cfg, 0).capacities,) if cfg.kind == "mone" else ()
+  kind, budget = kinds.kind_of(cfg), train_budget(cfg, 0)
   rngs = {"params": jax.random.key(cfg.seed), "routing": jax.random.key(cfg.seed + 1)}
   # jit: run op by op, init would compile hundreds of tiny programs (seconds per process).
-  params = jax.jit(lambda r, x: model.init(r, x, *args))(rngs, sample_images)["params"]
+  params = jax.jit(lambda r, x: kind.init(model, r, x, budget))(rngs, sample_images)["params"]
   if cfg.init_from:  # e.g. MoNE from a MatViT checkpoint: shared weights load, router/alpha stay fresh
-    from mone.train import checkpoints
     loaded = checkpoints.load_params(cfg.init_from)
     missing = sorted(set(params) - set(loaded))
     params = {k: loaded.get(k, v) for k, v in params.items()}
@@ -110,36 +93,31 @@ def to_compute_dtype(cfg: TrainConfig, tree):
 
 
 def logits(cfg, model, params, images, budget, rng, width_index=None):
-  """(logits [B, classes] in float32, aux) of the model, computed in cfg.dtype: the models
-  follow their inputs' dtype, so parameters and images are cast, and the logits cast back
-  for a float32 loss and argmax. uint8 inputs (videos, kept uint8 up to the device) are mapped
-  to [-1, 1] first."""
+  """(logits [B, classes] in float32, aux) of the model at (budget, width_index), computed in
+  cfg.dtype: the models follow their inputs' dtype, so parameters and images are cast, and the
+  logits cast back for a float32 loss and argmax. uint8 inputs (videos, kept uint8 up to the
+  device) are mapped to [-1, 1] first."""
   params, images = to_compute_dtype(cfg, (params, pipeline.to_unit_range(images)))
-  if cfg.kind == "mone":
-    out, aux = model.apply({"params": params}, images, budget.capacities, drop_smallest=budget.drop_smallest,
-                           rngs={"routing": rng})
-  elif cfg.kind == "matvit":
-    out, aux = model.apply({"params": params}, images, width_index=width_index)
-  else:
-    out, aux = model.apply({"params": params}, images)
+  out, aux = kinds.kind_of(cfg).apply(model, {"params": params}, images, budget, width_index, rng)
   return out.astype(jnp.float32), aux
 
 
 def make_train_step(cfg: TrainConfig, model, tx, state_shardings=None):
   """The jitted update (state, batch, budget) -> (state, loss). state_shardings (from
   `sharding.shardings`) keeps the updated state laid out as the input (fsdp stays sharded)."""
-  def loss_fn(params, batch, rng, caps):
-    targets = optax.smooth_labels(batch["soft_label"], cfg.label_smoothing)
-    if cfg.kind == "matvit":  # MatFormer joint training: equal-weight loss over nested widths
-      losses = [optax.softmax_cross_entropy(logits(cfg, model, params, batch["image"], None, rng, j)[0],
-                                            targets).mean() for j in range(cfg.model.num_experts)]
-      return sum(losses) / len(losses)
-    out, _ = logits(cfg, model, params, batch["image"], caps, rng)
-    return optax.softmax_cross_entropy(out, targets).mean()
+  kind = kinds.kind_of(cfg)
 
-  def loss_and_grads(params, batch, rng, caps):
+  def loss_fn(params, batch, rng, budget):
+    targets = optax.smooth_labels(batch["soft_label"], cfg.label_smoothing)
+
+    def loss_at(width_index):  # one forward pass; MatViT's loss averages one per nested width
+      out, _ = logits(cfg, model, params, batch["image"], budget, rng, width_index)
+      return optax.softmax_cross_entropy(out, targets).mean()
+    return kind.loss(cfg.model, loss_at)
+
+  def loss_and_grads(params, batch, rng, budget):
     if cfg.grad_accum == 1:
-      return jax.value_and_grad(loss_fn)(params, batch, rng, caps)
+      return jax.value_and_grad(loss_fn)(params, batch, rng, budget)
     # Micro-batch j takes rows j, j + k, j + 2k, ...: every device keeps its own rows (the batch is
     # split over devices in contiguous blocks), and equal micro-batches average to the batch mean.
     k = cfg.grad_accum
@@ -147,19 +125,19 @@ def make_train_step(cfg: TrainConfig, model, tx, state_shardings=None):
 
     def add(total, j_batch):
       j, mb = j_batch
-      loss, grads = jax.value_and_grad(loss_fn)(params, mb, jax.random.fold_in(rng, j), caps)
+      loss, grads = jax.value_and_grad(loss_fn)(params, mb, jax.random.fold_in(rng, j), budget)
       return jax.tree_util.tree_map(jnp.add, total, (loss, grads)), None
 
     zero = (jnp.zeros((), jnp.float32), jax.tree_util.tree_map(jnp.zeros_like, params))
     (loss, grads), _ = jax.lax.scan(add, zero, (jnp.arange(k), micro))
     return loss / k, jax.tree_util.tree_map(lambda g: g / k, grads)
 
-  def step(state, batch, caps):
+  def step(state, batch, budget):
     rng = jax.random.fold_in(jax.random.key(cfg.seed), state["step"])
-    loss, grads = loss_and_grads(state["params"], batch, rng, caps)
+    loss, grads = loss_and_grads(state["params"], batch, rng, budget)
     updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
     params = optax.apply_updates(state["params"], updates)
     return {"params": params, "opt_state": opt_state, "step": state["step"] + 1}, loss
 
   out = {} if state_shardings is None else {"out_shardings": (state_shardings, None)}
-  return jax.jit(step, static_argnames="caps", donate_argnums=0, **out)
+  return jax.jit(step, static_argnames="budget", donate_argnums=0, **out)

@@ -1,0 +1,92 @@
+"""The model kinds (`mone.models.kinds`): one object per kind and modality, looked up by a
+config's kind and model, that builds, applies, trains, budgets and counts its model."""
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from mone import flops
+from mone.models import config, kinds
+from mone.train import recipes, steps
+
+
+def tiny(kind, video=False, **overrides):
+  base = recipes.apply_overrides(recipes.video_temporal(), {"model": "tiny/8x2"}) if video else recipes.smoke()
+  return recipes.apply_overrides(base, {"kind": kind, **overrides})
+
+
+def test_a_config_finds_the_form_of_its_kind_for_its_model():
+  assert kinds.kind_of(tiny("mone")) is kinds.KINDS["mone", False]
+  assert kinds.kind_of(tiny("mone", video=True)) is kinds.KINDS["mone", True]
+  assert kinds.kind_of(tiny("matvit", video=True)).label == "MatViViT"
+  assert kinds.NAMES == ("vit", "matvit", "mod", "mone") and kinds.names(video=True) == ("vit", "matvit", "mone")
+  # a Kind object of the other modality names its own counterpart
+  assert kinds.lookup(kinds.KINDS["vit", False], config.vivit("tiny/8x2")) is kinds.KINDS["vit", True]
+  with pytest.raises(ValueError, match=r"kind must be one of .* got 'mod' \(MoD is image-only"):
+    kinds.lookup("mod", config.vivit("tiny/8x2"))
+  with pytest.raises(ValueError, match="kind must be one of"):
+    kinds.lookup("moe", config.vit("tiny/8"))
+  with pytest.raises(ValueError, match="config must be a ViTConfig"):
+    kinds.KINDS["mod", False].build(config.vivit("tiny/8x2"))
+
+
+@pytest.mark.parametrize("name,video", sorted(kinds.KINDS), ids=lambda v: str(v))
+def test_every_kind_builds_its_model_and_runs_it_at_every_evaluation_point(name, video):
+  cfg = tiny(name, video, eval_e_c=(0.6,)) if name == "mone" else tiny(name, video)
+  kind = kinds.kind_of(cfg)
+  model = kind.build(cfg.model)
+  x = jax.random.uniform(jax.random.key(0), steps.input_shape(cfg, 2))
+  variables = kind.init(model, {"params": jax.random.key(1)}, x, kind.train_budget(cfg, 0))
+  for e_c, width_index in kind.eval_points(cfg):
+    budget = kind.budget(cfg, e_c)
+    logits, _ = kind.apply(model, variables, x, budget, width_index, jax.random.key(2))
+    assert logits.shape == (2, cfg.model.num_classes)
+    if budget is not None:  # MoNE: what the module computes at the config's capacities
+      want, _ = model.apply(variables, x, cfg.budget(e_c).capacities, rngs={"routing": jax.random.key(2)})
+      np.testing.assert_array_equal(logits, want)
+    # the FLOPs of the point, by value and as the models take it
+    assert flops.gflops_at(cfg.model, kind, budget, width_index) == steps.forward_gflops(cfg, e_c, width_index)
+
+
+def test_budgets_and_the_points_a_run_reports():
+  mone, vit, matvit = tiny("mone", eval_e_c=(0.3, 0.4)), tiny("vit"), tiny("matvit")
+  assert kinds.kind_of(mone).budget(mone, 0.3) == mone.budget(0.3)
+  assert kinds.kind_of(mone).budget(mone) == mone.budget()  # the training e_c
+  assert kinds.kind_of(vit).budget(vit, 0.3) is None and kinds.kind_of(vit).train_budget(vit, 5) is None
+  assert kinds.kind_of(mone).eval_points(mone) == [(0.4, None), (0.3, None)]  # training e_c first, once
+  assert kinds.kind_of(matvit).eval_points(matvit) == [(None, j) for j in range(4)]
+  assert kinds.kind_of(matvit).curve_point(matvit) == (None, 3)
+  assert kinds.kind_of(vit).eval_points(vit) == [(None, None)] == [kinds.kind_of(vit).curve_point(vit)]
+  adaptive = tiny("mone", adaptive=True, e_c=None, adaptive_e_c=(0.3, 0.5, 0.7))
+  assert kinds.kind_of(adaptive).curve_point(adaptive) == (0.5, None) and kinds.kind_of(adaptive).recorded_e_c(adaptive) is None
+  with pytest.raises(ValueError, match="adaptive=True needs kind=mone"):
+    tiny("vit", adaptive=True)
+
+
+def test_the_training_loss_and_cost_of_matvit_cover_every_width():
+  matvit, mone = tiny("matvit"), tiny("mone")
+  assert kinds.kind_of(matvit).loss(matvit.model, lambda j: float(j)) == 1.5  # mean over widths 0..3
+  assert kinds.kind_of(mone).loss(mone.model, lambda j: j) is None  # one forward pass, no width
+  cost = lambda e_c, width_index: (e_c, width_index)
+  assert kinds.kind_of(mone).train_cost(mone, cost) == (0.4, None)
+  assert kinds.kind_of(matvit).train_cost(matvit, lambda e, j: 10.0 ** j) == 1111.0
+
+
+def test_the_layers_a_kind_runs_are_what_flops_counts():
+  cfg = config.vit("tiny/8", router_layer=1)
+  mone = kinds.KINDS["mone", False]
+  layers = mone.layers(cfg, *mone.point(cfg, 0.4))
+  assert layers[0] == kinds.Layer(((cfg.num_tokens, cfg.width),))  # dense before the first router
+  assert sum(n for n, _ in layers[1].groups) == cfg.num_tokens and layers[1].router > 0
+  mod = kinds.KINDS["mod", False].layers(cfg)
+  assert [l.groups[0][0] for l in mod] == [cfg.num_tokens, config.mod_tokens(cfg)]  # every other layer routed
+  with pytest.raises(ValueError, match="nested width"):
+    kinds.KINDS["matvit", False].point(cfg, 0.3)
+
+
+def test_the_registry_flops_and_configs_import_without_jax():
+  code = ("import sys, mone.models.kinds, mone.flops, mone.train.recipes; "
+          "assert not [m for m in sys.modules if m.split('.')[0] in ('jax', 'flax')]")
+  subprocess.run([sys.executable, "-c", code], check=True)
