@@ -105,8 +105,10 @@ def _is_kind_literal(node) -> bool:
 
 
 def kind_switches(root=ROOT) -> list:
-  """(path, line) of every comparison against a model kind's name ('mone', ('vit', 'matvit'), ...)
-  outside the kind registry, in `mone/` and `scripts/`."""
+  """(path, line) of every comparison of a kind (`cfg.kind`, `m["kind"]`, `kind`) against a model
+  kind's name ('mone', ('vit', 'matvit'), ...) outside the kind registry, in `mone/` and `scripts/`.
+  Comparisons of other fields that happen to share a name (Table 1's allocation "mone", a
+  benchmark row's contender) are not switches on a kind."""
   out = []
   for path in sorted([*(root / "mone").rglob("*.py"), *(root / "scripts").glob("*.py")]):
     rel = str(path.relative_to(root))
@@ -114,7 +116,8 @@ def kind_switches(root=ROOT) -> list:
       continue
     for node in ast.walk(ast.parse(path.read_text())):
       if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
-        if any(_is_kind_literal(side) for side in [node.left, *node.comparators]):
+        sides = [node.left, *node.comparators]
+        if any(map(_is_kind_literal, sides)) and any("kind" in ast.unparse(s) for s in sides if not _is_kind_literal(s)):
           out.append((rel, node.lineno))
   return out
 

@@ -40,7 +40,8 @@ def test_kind_switch_finder(tmp_path):
   (tmp_path / "mone").mkdir()
   (tmp_path / "scripts").mkdir()
   (tmp_path / "mone" / "x.py").write_text(
-      "a = k == 'mone'\nb = k in ('vit', 'matvit')\nc = k == 'config'\nd = 'mod' != k\n")
+      "a = cfg.kind == 'mone'\nb = m['kind'] in ('vit', 'matvit')\nc = kind == 'config'\nd = 'mod' != kind\n"
+      "e = cfg.allocation == 'mone'\n")
   assert layout.kind_switches(tmp_path) == [("mone/x.py", 1), ("mone/x.py", 2), ("mone/x.py", 4)]
 
 

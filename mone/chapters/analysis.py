@@ -18,6 +18,7 @@ import numpy as np
 from mone import capacity, results
 from mone.chapters import claims, experiments
 from mone.data.moving_digits import temporal_factors
+from mone.models import kinds
 
 # A run whose training loss never fell below this fraction of ln K (K classes; ln K is the
 # loss of a uniform guess) never left the initial plateau (see `left_plateau`).
@@ -58,7 +59,7 @@ def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
   """
   cfg, learned = _config_dict(metrics), left_plateau(metrics)
   evals = metrics["evals"]
-  if metrics["kind"] == "mone" and not cfg["adaptive"] and not all_capacities:
+  if kinds.of_run(metrics).routed and not cfg["adaptive"] and not all_capacities:
     evals = [ev for ev in evals if ev["e_c"] == cfg["e_c"]]
   return [{"kind": metrics["kind"], "variant": cfg["model"]["name"], "train_e_c": cfg["e_c"],
            "adaptive": cfg["adaptive"], "iso_flops": cfg["iso_flops"], "e_c": ev["e_c"],

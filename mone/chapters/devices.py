@@ -20,6 +20,7 @@ import numpy as np
 
 from mone import results
 from mone.chapters import plan, plots, stats
+from mone.models import kinds
 from mone.train import recipes
 
 TWINS = "device_twins"
@@ -194,7 +195,8 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", i
   out += ["| run | model | seed | original: device | accuracy | twin: device | accuracy | difference |",
           "|---|---|---|---|---|---|---|---|"]
   for r in rows:
-    model = (plots.KIND_NAMES.get(r["kind"], r["kind"]) if r["kind"] != "mone" else
+    kind = kinds.of_run(r)
+    model = (kind.label if not kind.routed else
              f"MoNE e_c={r['e_c']}" + (", random router" if r["router"] == "random" else ""))
     out.append(f"| {r['run']} | {model} | {r['seed']} | {r['original']} | {r['original_acc']:.2f} | {r['twin']} | "
                f"{r['twin_acc']:.2f} | {r['diff']:+.2f} |")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mone import capacity, results
 from mone.chapters import analysis, experiments
+from mone.models import kinds
 from mone.train import recipes
 
 SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
@@ -329,7 +330,7 @@ def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
   whose first router is before layer 0, at every seed. The router figures (1 and 7) read some of
   them, and claims about what a router selects can then be decided over seeds; checkpoints are
   not committed, so these are saved while the run's checkpoint is at hand (about 100 KB each)."""
-  return (cfg.kind == "mone" and cfg.allocation == "mone" and not cfg.adaptive
+  return (kinds.kind_of(cfg).routed and cfg.allocation == "mone" and not cfg.adaptive
           and cfg.model.router_layers[0] == 0)
 
 

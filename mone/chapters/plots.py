@@ -20,6 +20,8 @@ readable.
 import numbers
 import textwrap
 
+from mone.models import kinds
+
 _UNITS = ((1.0, "GFLOPs"), (1e-3, "MFLOPs"), (1e-6, "kFLOPs"))
 
 # seaborn.set_theme's arguments for every figure; font_scale brings the notebook context's fonts
@@ -40,7 +42,7 @@ MODEL_COLORS = {
     "Proportionate": "#ca9161", "Uniform": "#6a3d9a", "Greedy": "#de8f05", "MoD Greedy": "#029e73",
 }
 # A run file's kind (metrics["kind"]) as the chapters name its model.
-KIND_NAMES = {"vit": "ViT", "matvit": "MatViT", "mone": "MoNE", "mod": "MoD"}
+KIND_NAMES = {name: kinds.KINDS[name, False].label for name in kinds.NAMES}
 # Other names the chapters give these models: run kinds, chapter 07's routers, Figure 5's adaptive model.
 _ALIASES = {**KIND_NAMES, "learned router": "MoNE", "random router": "MoNE, random router",
             "MoNE adaptive, isoFLOPs": "MoNE adaptive", "Train Adaptive": "MoNE adaptive"}

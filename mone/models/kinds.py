@@ -271,6 +271,12 @@ def lookup(kind, model) -> Kind:
   return found
 
 
+def of_run(metrics: dict) -> Kind:
+  """The image form of a run file's kind (metrics["kind"]): what a routed run is and what the book
+  calls it do not depend on the modality, and a run file's config is a dict."""
+  return KINDS[metrics["kind"], False]
+
+
 def kind_of(cfg) -> Kind:
   """The kind of a training config (`mone.train.recipes.TrainConfig`): its kind, for its model."""
   return lookup(cfg.kind, cfg.model)
