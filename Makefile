@@ -27,11 +27,12 @@ endif
 # checks this value against hostmem.TUNABLES). Set GLIBC_TUNABLES yourself, even empty, to override.
 export GLIBC_TUNABLES ?= glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184
 
-.PHONY: env test figures book book-html book-check lab gpu-report help FORCE
+.PHONY: env test test-fast figures book book-html book-check lab gpu-report help FORCE
 
 help:
 	@echo "make figures  - run every notebook (default profile) and write results/"
 	@echo "make test     - run the test suite (creates .venv on first use)"
+	@echo "make test-fast - the suite without its slow tests (notebooks, GPU report, kill-and-resume, multi-process)"
 	@echo "make book     - build the Jupyter Book from the executed notebooks"
 	@echo "make lab      - open the notebooks in JupyterLab, on the kernel make figures uses"
 	@echo "make env      - only create the pinned virtualenv in .venv"
@@ -56,8 +57,14 @@ env: $(STAMP)
 # A file stays on one worker because the notebook tests reuse each other's runs; the image and the
 # video chapters are two files, so they run side by side. TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
+PYTEST_EMPTY := { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 || { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the suite must never be empty" >&2; exit $$rc; }
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 || $(PYTEST_EMPTY)
+
+# Everything but the tests marked slow (notebooks executed, the GPU report run, training killed and
+# resumed, several processes started): the loop while changing code. `make test` runs them all.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=10 || $(PYTEST_EMPTY)
 
 # The GPU report (mone/bench/report.py): every GPU speed path checked against its reference and timed
 # (ViT-B/16, ViViT-B/16x2), a per-operation summary and the speed targets, in one process that fits one

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import experiments
-from mone.train import recipes
+from mone.configs import recipes, schema
 
 LABELS = ("name",)  # fields that only label a run
 
 
-def differences(old: recipes.TrainConfig, new: recipes.TrainConfig, device_count: int) -> list[str]:
+def differences(old: schema.TrainConfig, new: schema.TrainConfig, device_count: int) -> list[str]:
   """The fields in which old and new differ that adoption cannot ignore (empty: adoptable)."""
   a, b = results.jsonable(old), results.jsonable(new)
   bad = []
@@ -36,10 +36,10 @@ def differences(old: recipes.TrainConfig, new: recipes.TrainConfig, device_count
   return bad
 
 
-def adopt(run_file: Path, target: recipes.TrainConfig, apply: bool) -> Path:
+def adopt(run_file: Path, target: schema.TrainConfig, apply: bool) -> Path:
   """Moves run_file (and its workdir) to target's name; returns the new run file's path."""
   m = json.loads(run_file.read_text())
-  old = recipes.from_json(m["config"])
+  old = schema.from_json(m["config"])
   bad = differences(old, target, m["device"]["count"])
   if bad:
     raise SystemExit(f"{run_file.name} cannot be adopted as {target.name} ({target.kind}): {'; '.join(bad)}")

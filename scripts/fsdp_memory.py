@@ -10,7 +10,8 @@ import argparse
 import jax
 import jax.numpy as jnp
 
-from mone.train import recipes, sharding, steps
+from mone.configs import recipes
+from mone.train import sharding, steps
 
 
 def step_memory(cfg) -> dict:

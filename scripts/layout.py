@@ -1,5 +1,5 @@
 """The package's shape, measured from its source: import graph and cycles, module sizes, model-kind
-string switches, function-local imports and notebook code lines. `tests/test_layout.py` holds the
+string switches, function-local imports and notebook code lines. `tests/e2e/test_layout.py` holds the
 limits; `python scripts/layout.py` prints the measurements and the graph between packages.
 
 Standard library only (ast): it reads the source, it never imports `mone`.

@@ -6,7 +6,7 @@ and its "config_hash"; every other results file, executed chapter and local work
   .venv/bin/python scripts/rehash_runs.py          # prints what it would do
   .venv/bin/python scripts/rehash_runs.py --apply
 
-A run's config is rebuilt from the file (`recipes.from_json`); the script refuses to touch
+A run's config is rebuilt from the file (`schema.from_json`); the script refuses to touch
 anything unless every rebuilt config, hashed by the previous rule (`--previous-fields`: the fields
 the change stopped hashing, with the values the run used), gives the hash in the file's name.
 """
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.train import recipes
+from mone.configs import schema
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def plan(fields) -> dict:
             for p in sorted((REPO / ".cache" / "workdirs").glob("*/config.json"))]
   for path, config in found:
     old = path.stem.rsplit("-", 1)[-1] if path.suffix == ".json" else path.name.rsplit("-", 1)[-1]
-    cfg = recipes.from_json(config)
+    cfg = schema.from_json(config)
     if previous_hash(cfg, fields) != old:
       problems.append(f"{path.relative_to(REPO)}: its config rebuilds to {previous_hash(cfg, fields)}, not {old}")
     elif results.config_hash(cfg) != old:

@@ -21,7 +21,8 @@ import jax
 from mone import results
 from mone.chapters import experiments
 from mone.data import sources
-from mone.train import loop, recipes, sharding
+from mone.configs import recipes
+from mone.train import loop, sharding
 
 
 def main(argv):

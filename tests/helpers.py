@@ -1,8 +1,29 @@
-"""Small shared test helpers."""
+"""Small shared test helpers: the repository's root, a tiny training config and command, random
+parameters, and matmul MACs read from HLO."""
 import re
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
+
+from mone.configs import recipes, schema
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tiny(**overrides):
+  """The smoke config, shrunk further for fast checks of every training mode."""
+  base = dict(steps=6, num_train=128, num_test=64, batch_size=16, eval_batch_size=64,
+              warmup_steps=2, log_every=2, checkpoint_every=3, num_devices=1)
+  return schema.apply_overrides(recipes.smoke(), {**base, **overrides})
+
+
+def train_command(workdir, *extra):
+  """`python -m mone.train` on the smoke config in workdir, one device, quiet; extra: more
+  overrides or options. The option sits between overrides: the command reads both sides."""
+  return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir),
+          "num_devices=1", "--quiet", *extra]
 
 
 def randomize(variables, seed=0, scale=0.3):

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from mone import capacity, results
+from mone import results
 from mone.chapters import claims, experiments
 from mone.data.moving_digits import temporal_factors
 from mone.models import kinds
@@ -23,31 +23,6 @@ from mone.models import kinds
 # A run whose training loss never fell below this fraction of ln K (K classes; ln K is the
 # loss of a uniform guess) never left the initial plateau (see `left_plateau`).
 PLATEAU_FRACTION = 0.9
-
-
-# ------------------------------------------------------------- shared runs ---
-
-
-def mone_config(profile: str, e_c: float | None, data_dir: str = "", task: str | None = None,
-                **overrides):
-  """The MoNE config of a profile at training capacity e_c (None with adaptive=True),
-  evaluated on `experiments.grid(profile).eval_e_c`: on images, or on the video `task` ('temporal' or
-  'appearance'). Notebooks that agree on (profile, task, e_c, overrides) share one run."""
-  experiments.check_profile(profile)
-  base = experiments.image_config if task is None else (
-      lambda *a, **kw: experiments.video_config(a[0], task, *a[1:], **kw))
-  return base(profile, data_dir, kind="mone", e_c=e_c, eval_e_c=experiments.grid(profile).eval_e_c, **overrides)
-
-
-def table1_config(profile: str, allocation: str, e_c: float | None, data_dir: str = "", **overrides):
-  """A Table 1 model on the temporal video task: MoNE (`allocation='mone'`, the run Figures 4
-  and 5 share) or another allocation at e_c; e_c=None for a static allocation, which fixes its
-  own e_c (rounded to 4 decimals, so that the config hash does not hang on the 16th)."""
-  if allocation == "mone":
-    return mone_config(profile, e_c, data_dir, task="temporal", **overrides)
-  if e_c is None:
-    e_c = round(capacity.effective_capacity(capacity.allocation(allocation)), 4)
-  return experiments.video_config(profile, "temporal", data_dir, kind="mone", e_c=e_c, allocation=allocation, **overrides)
 
 
 def points(metrics: dict, all_capacities: bool = False) -> list[dict]:

@@ -18,7 +18,7 @@ import json
 
 from mone import results
 from mone.chapters import analysis, plots
-from mone.train import recipes
+from mone.configs import recipes, schema
 
 PLATEAU_GAIN = 0.015       # validation accuracy gained over the last quarter of steps
 MEMORISATION_GAP = 0.10    # final training accuracy minus final validation accuracy
@@ -133,7 +133,7 @@ def label(m: dict) -> str:
 
 def is_video(cfg: dict) -> bool:
   """Whether a run file's config trains on clips (the calibration tables then count clips and noise)."""
-  return cfg.get("dataset") in recipes.VIDEO_DATASETS
+  return cfg.get("dataset") in schema.VIDEO_DATASETS
 
 
 # Config fields a dense run and a MatViT run of one setup may differ in: the model kind, MoNE's

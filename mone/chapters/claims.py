@@ -26,7 +26,7 @@ correlate. Welch's interval assumes independent arms, which holds only where a s
 nothing between them. `PAIRING` states the choice and its reason for each family of claims (an
 id prefix), and `trained` records both (`test`, `test_why`) with, where it has both arms, their
 values per seed and their correlation across seeds (`arm_correlation`, for information: it
-decides nothing). tests/test_claims.py and tests/test_significance.py check the premises: the
+decides nothing). tests/chapters/test_claims.py and tests/chapters/test_significance.py check the premises: the
 initial weights of every pair of model kinds compared, and the batch order. A pair trained on
 two devices keeps both premises but not the arithmetic: a run retrained on another device
 differs from its original about as much as a run at another seed (`mone.chapters.devices`), so

@@ -21,7 +21,7 @@ import numpy as np
 from mone import results
 from mone.chapters import plan, plots, stats
 from mone.models import kinds
-from mone.train import recipes
+from mone.configs import schema
 
 TWINS = "device_twins"
 
@@ -84,7 +84,7 @@ def _arm(m: dict) -> str:
   """A run file's arm: its config without the seed (and without what does not change a result),
   read as its hash reads it: a field added after some runs trained, still at its default, is left
   out, so that runs written before and after it (seeds 0-2 and the seed plan's 3-4) are one arm."""
-  config = results.jsonable(recipes.from_json(m["config"]), for_hash=True)
+  config = results.jsonable(schema.from_json(m["config"]), for_hash=True)
   return json.dumps({k: v for k, v in config.items() if k not in _NOT_THE_ARM}, sort_keys=True)
 
 

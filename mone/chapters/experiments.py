@@ -13,59 +13,12 @@ Profiles:
   a video run 15-27 min (the committed appearance-task runs were trained on a GPU; see book/small_profile.md).
 - paper: the paper's models and datasets through TFDS (set data_dir; needs accelerators).
 """
-import dataclasses
 import os
 from pathlib import Path
 
 from mone import results
 from mone.models import kinds
-from mone.train import recipes
-
-PROFILES = ("smoke", "small", "paper")
-
-
-def check_profile(profile: str) -> str:
-  if profile not in PROFILES:
-    raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
-  return profile
-
-
-@dataclasses.dataclass(frozen=True)
-class Grid:
-  """What a profile's chapters train and evaluate at: every grid of budgets (e_c) and router
-  settings, defined once here rather than in the notebooks. A notebook reads `grid(profile)`."""
-  eval_e_c: tuple           # every MoNE run is evaluated at these (Figure 5's grid); it holds every
-                            # training e_c below, so each model is evaluated at the others' budgets
-  image_e_c: tuple          # Figure 3's MoNE curve on images (Figure 6 compares against it)
-  video_e_c: dict           # Figure 4's, per video task
-  adapt_image_e_c: tuple    # Figure 5a's models trained at one e_c
-  adapt_video_e_c: tuple    # Figure 5b's
-  random_router_e_c: tuple  # Figure 6c: learned against random router
-  router_layers: tuple      # Figure 6a: the layer the router sits before
-  router_counts: tuple      # Figure 6b: routers, evenly spaced from layer 0
-
-
-# smoke trains and evaluates at 0.3 and 0.4 only, so that CI compiles few programs.
-GRIDS = {
-    "smoke": Grid(eval_e_c=(0.3, 0.4), image_e_c=(0.3, 0.4), video_e_c={"appearance": (0.4,), "temporal": (0.3, 0.4)},
-                  adapt_image_e_c=(0.3, 0.4), adapt_video_e_c=(0.3, 0.4), random_router_e_c=(0.3, 0.4),
-                  router_layers=(0, 1), router_counts=(1, 2)),
-    "small": Grid(eval_e_c=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), image_e_c=(0.2, 0.3, 0.4, 0.6),
-                  video_e_c={"appearance": (0.4,), "temporal": (0.3, 0.4)}, adapt_image_e_c=(0.2, 0.4, 0.6),
-                  adapt_video_e_c=(0.3, 0.4), random_router_e_c=(0.2, 0.3, 0.4),
-                  router_layers=(0, 1, 2), router_counts=(1, 2, 4)),
-    "paper": Grid(eval_e_c=(0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), image_e_c=(0.2, 0.3, 0.4, 0.6),
-                  video_e_c={"appearance": (0.3, 0.4, 0.5), "temporal": (0.3, 0.4, 0.5)},
-                  adapt_image_e_c=(0.2, 0.4, 0.6), adapt_video_e_c=(0.3, 0.4, 0.5),
-                  random_router_e_c=(0.2, 0.3, 0.4, 0.6), router_layers=(0, 1, 2, 3, 4),
-                  router_counts=(1, 2, 3, 6, 12)),
-}
-
-
-def grid(profile: str) -> Grid:
-  """The grids of a profile (see `Grid`)."""
-  return GRIDS[check_profile(profile)]
-
+from mone.configs import profiles, schema
 
 PARAMETERS = ("profile", "seed", "recompute", "data_dir")  # every notebook's papermill parameters
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
@@ -80,7 +33,7 @@ def check_parameters(namespace: dict) -> None:
                    and k not in PARAMETERS and not isinstance(v, types.ModuleType))
   if unknown:
     raise ValueError(f"unknown notebook parameter(s) {unknown}; the parameters are {list(PARAMETERS)}")
-  check_profile(namespace.get("profile"))
+  profiles.check_profile(namespace.get("profile"))
 
 
 results_root = results.results_root  # results/, or $MONE_RESULTS_DIR (CI's smoke runs write elsewhere)
@@ -90,56 +43,11 @@ def cache_root() -> Path:
   return Path(os.environ.get("MONE_CACHE_DIR", results.REPO / ".cache"))
 
 
-# An adaptive smoke run samples two budgets, not nine: each distinct budget compiles a train step.
-SMOKE_ADAPTIVE = {"adaptive_e_c": (0.3, 0.4)}
-
-
-def image_config(profile: str, data_dir: str = "", **overrides) -> recipes.TrainConfig:
-  """The image-classification base config of a profile, with overrides (e.g. kind, e_c)."""
-  check_profile(profile)
-  if profile == "smoke":
-    base = recipes.smoke()
-    overrides = {"steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 256,
-                 "num_test": 128, **SMOKE_ADAPTIVE, **overrides}
-  elif profile == "small":  # the recalibrated profile: `mone.chapters.plan` lists its runs
-    base = recipes.digits64()
-  else:
-    base = recipes.apply_overrides(recipes.imagenet21k(), {"data_dir": data_dir})
-  return recipes.apply_overrides(base, {"num_devices": 1, **overrides} if profile != "paper" else overrides)
-
-
-TASKS = ("temporal", "appearance")  # the embedded video tasks: SSv2's and Kinetics-400's stand-ins
-
-
-def video_config(profile: str, task: str, data_dir: str = "", **overrides) -> recipes.TrainConfig:
-  """The video-classification base config of a profile and task, with overrides.
-
-  small: XS/4x2 ViViT on the embedded moving digits ('temporal': motion order, as SSv2;
-  'appearance': which digit, as Kinetics-400), the recalibrated recipes `recipes.moving_temporal`
-  and `recipes.moving_appearance`; smoke: a tiny ViViT on a few clips of the first recipes;
-  paper: ViViT-B/16x2 on SSv2 / Kinetics-400."""
-  check_profile(profile)
-  if task not in TASKS:
-    raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-  if profile == "paper":
-    base = {"temporal": recipes.ssv2, "appearance": recipes.kinetics400}[task]()
-    return recipes.apply_overrides(base, {"data_dir": data_dir, **overrides})
-  if profile == "small":
-    return recipes.apply_overrides({"temporal": recipes.moving_temporal, "appearance": recipes.moving_appearance}[task](),
-                                   {"num_devices": 1, **overrides})
-  base = {"temporal": recipes.video_temporal, "appearance": recipes.video_appearance}[task]()
-  if profile == "smoke":
-    overrides = {"name": f"smoke_{base.name}", "model": "tiny/8x2", "model.num_frames": 6,
-                 "steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 128,
-                 "num_test": 64, "batch_size": 16, "eval_batch_size": 64, **SMOKE_ADAPTIVE, **overrides}
-  return recipes.apply_overrides(base, {"num_devices": 1, **overrides})
-
-
-def workdir(cfg: recipes.TrainConfig) -> Path:
+def workdir(cfg: schema.TrainConfig) -> Path:
   return cache_root() / "workdirs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}"
 
 
-def run(cfg: recipes.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
+def run(cfg: schema.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
   """Metrics of a finished run of cfg: from results/runs/ if there, else trains it."""
   # The training stack (JAX, optax, orbax, tqdm) is imported where a run trains or a model is
   # built: the book's environment (requirements/book.txt) imports this module without it.
@@ -156,12 +64,12 @@ def run(cfg: recipes.TrainConfig, recompute: bool = False, progress: bool = True
   return results.read_json(path)
 
 
-def run_path(cfg: recipes.TrainConfig) -> Path:
+def run_path(cfg: schema.TrainConfig) -> Path:
   """The metrics file of cfg's finished run (committed for the small profile)."""
   return results_root() / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
 
 
-def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
+def trained_params(cfg: schema.TrainConfig, recompute: bool = False):
   """Final parameters of cfg's run, training it first if no checkpoint is at hand.
 
   Run files are committed, checkpoints are not: on a fresh clone the weights are retrained
@@ -180,12 +88,12 @@ def trained_params(cfg: recipes.TrainConfig, recompute: bool = False):
   return checkpoints.load_params(wd)
 
 
-def weights_path(cfg: recipes.TrainConfig) -> Path:
+def weights_path(cfg: schema.TrainConfig) -> Path:
   """The committed weights of cfg's run (`stored_params`)."""
   return results_root() / "weights" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.npz"
 
 
-def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute: bool = False, read=None) -> dict:
+def stored_params(cfg: schema.TrainConfig, keys: tuple | None = None, recompute: bool = False, read=None) -> dict:
   """Parameters of cfg's trained run as committed in results/weights/: the top-level entries
   `keys` (None: all of them) of the trained run, every other parameter at its initialisation.
   Without a committed file (or with recompute) the trained weights are read (`trained_params`:
@@ -229,7 +137,7 @@ def stored_params(cfg: recipes.TrainConfig, keys: tuple | None = None, recompute
 ROUTER_INPUTS = ("embed", "router_0")
 
 
-def router_params(cfg: recipes.TrainConfig, recompute: bool = False, read=None) -> dict:
+def router_params(cfg: schema.TrainConfig, recompute: bool = False, read=None) -> dict:
   """Parameters for the router figures: `stored_params` with the `ROUTER_INPUTS` of cfg's
   trained run, every other parameter at its initialisation (the first router, before layer 0,
   never reads them; a test checks that its outputs are those of the full trained model). read:

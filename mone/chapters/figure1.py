@@ -8,6 +8,7 @@ seed, and `chapter_claims` decides the paper's claim from those margins. The not
 runs with `landed`, calls these functions, and plots and prints what they return.
 """
 from mone.chapters import analysis, claims, experiments, headlines, plan, plots, preregistration, routers
+from mone.configs import figures
 from mone.data import digits
 
 MODEL = "MoNE e_c=0.4"  # Figure 3's MoNE at the paper's e_c
@@ -21,7 +22,7 @@ def landed(ch) -> tuple[dict, list[str]]:
   """Figure 3's MoNE at e_c = 0.4 over a chapter's seeds (ch: `chapter.Chapter`):
   ({seed: (metrics, config)} of the runs whose run file exists, trained here where the chapter
   trains; the labels of the planned runs not trained yet)."""
-  planned = [(label, cfg) for label, cfg in plan.image_runs(ch.profile, ch.seeds, ch.data_dir)
+  planned = [(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
              if label.rpartition(", seed ")[0] == MODEL]
   cfgs = dict(planned)
   runs = {s: (m, cfgs[f"{base}, seed {s}"]) for base, s, m in headlines.landed(planned, train=ch.train, recompute=ch.recompute)}

@@ -6,7 +6,8 @@ grid, MoNE-isoFLOPs at the lowest e_c) at the seeds of the profile's plan, as `h
 reads them, and decides its claims with `comparisons.figure3` over the seeds that trained both
 arms of each.
 """
-from mone.chapters import calibration, claims, comparisons, experiments, headlines, plan
+from mone.chapters import calibration, claims, comparisons, headlines
+from mone.configs import figures, profiles
 
 # The model sizes of each profile's figure; the first is the one the claims are decided on.
 VARIANTS = {"smoke": ["tiny/8"], "small": [headlines.VARIANT], "paper": ["S/16", "B/16", "L/16"]}
@@ -19,18 +20,18 @@ POINT_COLUMNS = ["variant", "label", "e_c", "width_index", "gflops", "accuracy_p
 
 def variants(profile: str) -> list[str]:
   """The model sizes of a profile's Figure 3, the claims' own first."""
-  return VARIANTS[experiments.check_profile(profile)]
+  return VARIANTS[profiles.check_profile(profile)]
 
 
 def models(profile: str) -> set[str]:
   """The run labels (without their seed) of Figure 3's models: the dense ViT, MatViT, MoD and
   MoNE at every e_c of the profile's image grid."""
-  return {"ViT", "MatViT", "MoD", *(f"MoNE e_c={e}" for e in experiments.grid(profile).image_e_c)}
+  return {"ViT", "MatViT", "MoD", *(f"MoNE e_c={e}" for e in profiles.grid(profile).image_e_c)}
 
 
 def iso_label(profile: str) -> str:
   """The isoFLOPs run's label: as in the paper, on the smallest model at the lowest e_c only."""
-  return f"MoNE e_c={min(experiments.grid(profile).image_e_c)}, isoFLOPs"
+  return f"MoNE e_c={min(profiles.grid(profile).image_e_c)}, isoFLOPs"
 
 
 def load(ch) -> tuple[dict, dict, list[str]]:
@@ -44,7 +45,7 @@ def load(ch) -> tuple[dict, dict, list[str]]:
   for v in names:
     wanted = models(ch.profile) | ({iso_label(ch.profile)} if v == names[0] else set())
     sized = {"model": v} if ch.profile == "paper" else {}
-    planned = [(label, cfg) for label, cfg in plan.image_runs(ch.profile, ch.seeds, ch.data_dir, **sized)
+    planned = [(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir, **sized)
                if label.rpartition(", seed ")[0] in wanted]
     pending += headlines.pending(planned, ch.train)
     runs[v] = headlines.landed(planned, train=ch.train, recompute=ch.recompute)

@@ -8,7 +8,8 @@ decides the chapter's claims (`chapter_claims`): the paper's SSv2 FLOP accountin
 `mone.flops` (arithmetic), and per task the comparisons of `comparisons.figure4`.
 """
 from mone import flops
-from mone.chapters import calibration, claims, comparisons, experiments, headlines, plan
+from mone.configs import figures, profiles, schema
+from mone.chapters import calibration, claims, comparisons, experiments, headlines
 from mone.models import config
 
 TASKS = {"appearance": "Kinetics-400", "temporal": "Something-Something-v2"}  # ours -> the paper's
@@ -34,7 +35,7 @@ def ssv2_line() -> str:
 def labels(profile: str) -> set[str]:
   """The run labels (without ', seed N') of Figure 4: per task ViViT, MatViViT and MoNE at each
   e_c of the profile's grid."""
-  e_c = experiments.grid(profile).video_e_c
+  e_c = profiles.grid(profile).video_e_c
   return {f"{t}: {m}" for t in TASKS for m in ("ViViT", "MatViViT", *(f"MoNE e_c={e}" for e in e_c[t]))}
 
 
@@ -44,11 +45,11 @@ def _model(label: str) -> str:
 
 
 def planned(profile: str, seeds, data_dir: str = "") -> list:
-  """(label, config) of Figure 4's runs of the video plan (`plan.video_runs`) at `seeds`. The
+  """(label, config) of Figure 4's runs of the video plan (`figures.video_runs`) at `seeds`. The
   paper profile fine-tunes MoNE from the MatViViT run of its task and seed with isoFLOPs
   training, as the paper does (Sec. 5); the others train MoNE from scratch."""
   wanted = labels(profile)
-  out = [(label, cfg) for label, cfg in plan.video_runs(profile, seeds, data_dir) if label.rpartition(", seed ")[0] in wanted]
+  out = [(label, cfg) for label, cfg in figures.video_runs(profile, seeds, data_dir) if label.rpartition(", seed ")[0] in wanted]
   if profile != "paper":
     return out
   # Keyed by the label's task, not cfg.video_task: every paper dataset trains the temporal task,
@@ -56,7 +57,7 @@ def planned(profile: str, seeds, data_dir: str = "") -> list:
   task = lambda label: label.partition(": ")[0]
   matvit = {(task(label), cfg.seed): cfg for label, cfg in out if _model(label) == "MatViViT"}
   init = lambda label, cfg: {"init_from": str(experiments.workdir(matvit[task(label), cfg.seed])), "iso_flops": True}
-  return [(label, experiments.recipes.apply_overrides(cfg, init(label, cfg)) if _model(label).startswith("MoNE") else cfg)
+  return [(label, schema.apply_overrides(cfg, init(label, cfg)) if _model(label).startswith("MoNE") else cfg)
           for label, cfg in out]
 
 

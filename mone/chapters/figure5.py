@@ -8,7 +8,8 @@ domain, and whether video degrades more gracefully than images.
 """
 import dataclasses
 
-from mone.chapters import analysis, calibration, claims, experiments, headlines, plan, preregistration
+from mone.chapters import analysis, calibration, claims, headlines, preregistration
+from mone.configs import figures, profiles
 
 DOMAINS = ("images", "video")
 ADAPTIVE = "Train Adaptive"  # the label of the adaptively trained model in every table and figure
@@ -69,10 +70,10 @@ def load(profile: str, seeds, data_dir: str, domain: str, train: bool = False, r
   `headlines.landed`), with their mean curves and per-seed summaries."""
   if domain not in DOMAINS:
     raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
-  g = experiments.grid(profile)
+  g = profiles.grid(profile)
   train_e_c = g.adapt_image_e_c if domain == "images" else g.adapt_video_e_c
   names = labels(domain, train_e_c)
-  planned_runs = plan.image_runs if domain == "images" else plan.video_runs
+  planned_runs = figures.image_runs if domain == "images" else figures.video_runs
   planned = [(l, cfg) for l, cfg in planned_runs(profile, seeds, data_dir) if l.rpartition(", seed ")[0] in names]
   runs = by_seed(headlines.landed(planned, train=train, recompute=recompute), names.get)
   return Domain(domain, train_e_c, planned[0][1].model.name if planned else None, runs, headlines.pending(planned, train), mean_curves(runs),

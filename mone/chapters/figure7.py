@@ -9,6 +9,7 @@ exact expectation of a random choice of as many (`routers.overlap_rows`), per se
 with `image_runs` and `video_runs`, calls these functions, and plots and prints what they return.
 """
 from mone.chapters import analysis, claims, experiments, headlines, plan, routers
+from mone.configs import figures
 
 E_C = 0.3  # a low capacity: the full expert gets floor(0.071 N) tokens, 4 of 64 in the small profile
 ROUTERS = {"learned router": f"MoNE e_c={E_C}", "random router": f"MoNE e_c={E_C}, random router"}  # name: run label
@@ -38,14 +39,14 @@ def image_runs(ch) -> tuple[dict, list[str]]:
   """The image runs of both routers at `E_C` over a chapter's seeds (ch: `chapter.Chapter`):
   ({(run label, seed): (metrics, config)} of the runs whose run file exists, trained here where
   the chapter trains; the labels of the planned runs not trained yet)."""
-  return _landed([(label, cfg) for label, cfg in plan.image_runs(ch.profile, ch.seeds, ch.data_dir)
+  return _landed([(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
                   if label.rpartition(", seed ")[0] in ROUTERS.values()], ch)
 
 
 def video_runs(ch) -> tuple[dict, list[str]]:
   """The temporal task's MoNE at `E_C` over a chapter's seeds: ({seed: (metrics, config)},
   the labels of the planned runs not trained yet), as `image_runs`."""
-  runs, pending = _landed([(label, cfg) for label, cfg in plan.video_runs(ch.profile, ch.seeds, ch.data_dir)
+  runs, pending = _landed([(label, cfg) for label, cfg in figures.video_runs(ch.profile, ch.seeds, ch.data_dir)
                            if label.rpartition(", seed ")[0] == VIDEO], ch)
   return {s: run for (_, s), run in runs.items()}, pending
 

@@ -17,6 +17,7 @@ import re
 
 from mone import capacity, results
 from mone.chapters import analysis, calibration, claims, comparisons, experiments, plan
+from mone.configs import figures
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
 TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (as chapters 03-04)
@@ -27,7 +28,7 @@ def temporal_discrimination(profile: str, seeds, data_dir: str = "") -> dict | N
   """How well the temporal task separates widths (`calibration.mean_discrimination`) over the dense
   ViViT and MatViViT runs landed at `seeds`; None where no seed has both. Every chapter whose claims
   are trained on the task qualifies them with it (`calibration.caveats`)."""
-  widths = [(label, cfg) for label, cfg in plan.video_runs(profile, seeds, data_dir)
+  widths = [(label, cfg) for label, cfg in figures.video_runs(profile, seeds, data_dir)
             if label.rpartition(", seed ")[0] in ("temporal: ViViT", "temporal: MatViViT")]
   gaps = calibration.seed_discrimination(landed(widths))
   return calibration.mean_discrimination(list(gaps.values())) if gaps else None

@@ -12,7 +12,7 @@ headline figure a first, single-seed answer; seeds 1 and 2 then make the claims 
 the seed plan's EXTRA_SEEDS decide them from five); single-seed studies come last, the costliest
 (isoFLOPs) at the very end.
 
-The configs are those the chapters ask for: `experiments.image_config('small')` and
+The configs are those the chapters ask for: `profiles.image_config('small')` and
 `video_config('small', task)` start from the same recipes (a test checks that they agree). The
 plans that added seeds, as written before their runs trained, are `mone.chapters.seed_plans`; how
 long the runs take, `mone.chapters.run_times`.
@@ -20,24 +20,11 @@ long the runs take, `mone.chapters.run_times`.
 import functools
 from pathlib import Path
 
-from mone import capacity, results
-from mone.chapters import analysis, experiments
+from mone import results
+from mone.chapters import experiments
 from mone.models import kinds
-from mone.train import recipes
-
-SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
-# Two more paired seeds of every headline run, fixed on 2026-11-28 before any of them trained, with
-# the claims they are for and the rule that reads them (`seed_plans.seed_plan`, committed as
-# results/seed_plan.json). Three seeds left most trained claims inconclusive for want of seeds:
-# their CIs' half-widths shrink by t(0.975, n-1) / sqrt(n), from 2.48 s at n = 3 to 1.24 s at n = 5.
-EXTRA_SEEDS = (3, 4)
-# Five more paired seeds of every headline run, fixed on 2026-12-01 before any of them trained, with
-# every planned claim's definition frozen (`seed_plans.ten_seed_plan`, committed as results/seed_plan_10.json;
-# `mone.chapters.preregistration`). From 5 to 10 paired seeds a 95% t-interval's half-width shrinks
-# by (t(0.975, 9) / sqrt(10)) / (t(0.975, 4) / sqrt(5)) = 0.58.
-SEEDS_TO_TEN = (5, 6, 7, 8, 9)
-RECIPE = "digits64"
-
+from mone.configs import figures, profiles, schema
+from mone.configs.figures import EXTRA_SEEDS, SEEDS, SEEDS_TO_TEN
 
 def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
   """The seeds a chapter reads: the plan's for the small profile; two for smoke, so that its
@@ -47,7 +34,7 @@ def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
   The small profile's chapters read EXTRA_SEEDS only once every run planned for them has landed
   (`extra_landed`): a claim is decided at the seeds fixed in advance, never on the subset that
   happened to finish first (which would let the order of training choose a verdict)."""
-  experiments.check_profile(profile)
+  profiles.check_profile(profile)
   if profile == "small":
     if not single_device():
       return SEEDS
@@ -76,7 +63,7 @@ def gpu_trained(m: dict) -> bool:
              for s in segments)
 
 
-def twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
+def twin_runs() -> list[tuple[str, schema.TrainConfig]]:
   """(label, config) of the headline runs of SEEDS whose committed run trained on a GPU: each is
   retrained on the CPU into `twin_path` (`scripts/train_queue.py --twins`)."""
   out = []
@@ -88,7 +75,7 @@ def twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
   return out
 
 
-def study_twin_runs() -> list[tuple[str, recipes.TrainConfig]]:
+def study_twin_runs() -> list[tuple[str, schema.TrainConfig]]:
   """(label, config) of the single-seed studies (seed 0, not headline runs) whose committed run
   trained on a GPU: Figure 6's router placement and count arms, compared with MoNE at e_c = 0.3,
   whose run the chapters read as its CPU twin. Each is retrained on the CPU into `twin_path` too
@@ -154,7 +141,7 @@ def progress_note(p: dict) -> str:
           "fixed in `results/seed_plan.json` before any of those runs trained).")
 
 
-def extra_runs() -> list[tuple[str, recipes.TrainConfig]]:
+def extra_runs() -> list[tuple[str, schema.TrainConfig]]:
   """(label, config) of the runs planned for EXTRA_SEEDS, in training order."""
   return [r for r in runs() if r[1].seed in EXTRA_SEEDS]
 
@@ -165,12 +152,12 @@ def extra_landed() -> tuple[int, int]:
   return sum(experiments.run_path(cfg).exists() for _, cfg in planned), len(planned)
 
 
-def ten_seed_runs() -> list[tuple[str, recipes.TrainConfig]]:
+def ten_seed_runs() -> list[tuple[str, schema.TrainConfig]]:
   """(label, config) of the ten-seed plan's runs, in training order: every headline run (the
   labels trained at every seed of the five-seed plan) at SEEDS_TO_TEN, with the same config but
   its seed; the image runs first, then the short video runs, then the long ones (`video_runs`)."""
   headline = _headline_labels()
-  return [r for r in image_runs(seeds=SEEDS_TO_TEN) + video_runs(seeds=SEEDS_TO_TEN)
+  return [r for r in figures.image_runs(seeds=SEEDS_TO_TEN) + figures.video_runs(seeds=SEEDS_TO_TEN)
           if r[1].seed in SEEDS_TO_TEN and r[0].rpartition(", seed ")[0] in headline]
 
 
@@ -186,7 +173,7 @@ def _ten_seeds_landed(root: str) -> bool:
   return all(experiments.run_path(cfg).exists() for _, cfg in ten_seed_runs())
 
 
-def keeps_weights(cfg: recipes.TrainConfig) -> bool:
+def keeps_weights(cfg: schema.TrainConfig) -> bool:
   """Whether the queue commits every final parameter of cfg's run under results/weights/ (the run
   file's name, .npz): every run of the ten-seed plan, so that later analyses evaluate them without
   retraining (`experiments.stored_params` reads them back)."""
@@ -197,124 +184,13 @@ def trains(profile: str, recompute: bool = False) -> bool:
   """Whether a chapter trains its runs: the small profile's are trained by
   `scripts/train_queue.py` and committed, so its chapters only read them (unless recompute);
   the smoke and paper profiles' chapters train theirs (`headlines.landed(train=True)`)."""
-  experiments.check_profile(profile)
+  profiles.check_profile(profile)
   return profile != "small" or recompute
-
-
-def image(**overrides) -> recipes.TrainConfig:
-  """A small-profile image config: the recipe on one device (so that a run computes the same
-  on any machine's device count), with overrides."""
-  return recipes.apply_overrides(recipes.CONFIGS[RECIPE](), {"num_devices": 1, **overrides})
-
-
-def mone(e_c, **overrides) -> recipes.TrainConfig:
-  """A MoNE run at training capacity e_c, evaluated at every capacity of Figure 5's grid."""
-  return image(kind="mone", e_c=e_c, eval_e_c=experiments.grid("small").eval_e_c, **overrides)
-
-
-def builders(profile: str, data_dir: str = "", **common):
-  """(image, mone): a profile's config builders with the signatures of `image` and `mone`, so
-  that another profile's chapters ask for the same runs as this plan (smoke: tiny models
-  trained in the notebooks; paper: ImageNet-21k from data_dir). common: overrides of every run
-  (e.g. the paper profile's model)."""
-  if profile == "small":
-    return (lambda **ov: image(**common, **ov)), (lambda e_c, **ov: mone(e_c, **common, **ov))
-  return ((lambda **ov: experiments.image_config(profile, data_dir, **common, **ov)),
-          (lambda e_c, **ov: analysis.mone_config(profile, e_c, data_dir, **common, **ov)))
-
-
-def image_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "", **common) -> list[tuple[str, recipes.TrainConfig]]:
-  """(label, config) of every image run, in training order ("ViT, seed 0", ...): the plan's
-  own with the defaults; with another profile, the same runs at `seeds` (`builders`)."""
-  image, mone = builders(profile, data_dir, **common)
-  headline = [  # each over SEEDS: Figure 3 (ViT vs MoNE, MoNE vs MatViT/MoD at equal FLOPs), Figure 6c
-      ("ViT", lambda s: image(kind="vit", seed=s)),
-      ("MoNE e_c=0.4", lambda s: mone(0.4, seed=s)),
-      ("MatViT", lambda s: image(kind="matvit", seed=s)),
-      ("MoD", lambda s: image(kind="mod", seed=s)),
-      ("MoNE e_c=0.3", lambda s: mone(0.3, seed=s)),
-      ("MoNE e_c=0.2", lambda s: mone(0.2, seed=s)),
-      # Figure 6c's claim is at the lowest e_c, where the paper's random router degrades most
-      ("MoNE e_c=0.2, random router", lambda s: mone(0.2, seed=s, **{"model.router": "random"})),
-      # last: Figure 3's curve at every seed (mean and spread at each of its points)
-      ("MoNE e_c=0.6", lambda s: mone(0.6, seed=s)),
-      # Figure 7's learned-vs-random-router claim is at e_c 0.3 (at 0.2 Eq. 3 gives the full model
-      # no token of 64), so its random router needs every seed too; also Figure 6c's curve
-      ("MoNE e_c=0.3, random router", lambda s: mone(0.3, seed=s, **{"model.router": "random"})),
-  ]
-  runs = [(f"{label}, seed {s}", make(s)) for s in seeds for label, make in headline]
-  depth = image().model.depth  # a smaller model (smoke) has fewer router positions and counts
-  runs += [  # seed 0 only: Figures 3 (isoFLOPs), 5, 6a/6b/6c
-      *[(f"MoNE e_c=0.3, router before block {l}, seed 0", mone(0.3, **{"model.router_layer": l})) for l in (1, 2) if l < depth],
-      *[(f"MoNE e_c=0.3, {n} routers, seed 0", mone(0.3, **{"model.num_routers": n})) for n in (2, 4) if n <= depth],
-      ("MoNE e_c=0.4, random router, seed 0", mone(0.4, **{"model.router": "random"})),
-      ("MoNE adaptive, isoFLOPs, seed 0", mone(None, adaptive=True, iso_flops=True)),
-      ("MoNE e_c=0.2, isoFLOPs, seed 0", mone(0.2, iso_flops=True)),
-  ]
-  return runs
-
-
-def video(task: str, **overrides) -> recipes.TrainConfig:
-  """A small-profile video config: `recipes.moving_<task>` on one device, with overrides."""
-  if task not in experiments.TASKS:
-    raise ValueError(f"task must be one of {experiments.TASKS}, got {task!r}")
-  return recipes.apply_overrides(recipes.CONFIGS[f"moving_{task}"](), {"num_devices": 1, **overrides})
-
-
-def video_mone(task: str, e_c, **overrides) -> recipes.TrainConfig:
-  """A video MoNE run at training capacity e_c, evaluated at every capacity of Figure 5's grid."""
-  return video(task, kind="mone", e_c=e_c, eval_e_c=experiments.grid("small").eval_e_c, **overrides)
-
-
-def allocation(name: str, e_c, **overrides) -> recipes.TrainConfig:
-  """A Table 1 run on the temporal task with another allocation than MoNE's (Eq. 3) at e_c; a
-  static allocation (e_c None) fixes its own e_c, rounded to 4 decimals (`analysis.table1_config`)."""
-  if e_c is None:
-    e_c = round(capacity.effective_capacity(capacity.allocation(name)), 4)
-  return video("temporal", kind="mone", e_c=e_c, allocation=name, **overrides)
-
-
-def video_builders(profile: str, data_dir: str = ""):
-  """(video, video_mone, allocation): a profile's video config builders with the signatures of
-  this module's, so that another profile's chapters ask for the same runs (`builders`)."""
-  if profile == "small":
-    return video, video_mone, allocation
-  return ((lambda task, **ov: experiments.video_config(profile, task, data_dir, **ov)),
-          (lambda task, e_c, **ov: analysis.mone_config(profile, e_c, data_dir, task=task, **ov)),
-          (lambda name, e_c, **ov: analysis.table1_config(profile, name, e_c, data_dir, **ov)))
-
-
-def video_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "") -> list[tuple[str, recipes.TrainConfig]]:
-  """(label, config) of every video run, in training order: per seed the temporal task's ViViT
-  and MoNE (Figures 4, 5b and 7b) and Table 1's other allocations, then per seed the long runs
-  (MatViViT, the appearance task), then the adaptive model. The short runs go first because
-  they decide the temporal and Table 1 claims for all seeds in about 40 minutes each on one
-  core, while a MatViViT or appearance run takes 2-4 hours. The plan's own with the defaults;
-  with another profile, the same runs at `seeds`."""
-  video, video_mone, allocation = video_builders(profile, data_dir)
-  short = [
-      ("temporal: ViViT", lambda s: video("temporal", kind="vit", seed=s)),
-      ("temporal: MoNE e_c=0.4", lambda s: video_mone("temporal", 0.4, seed=s)),
-      ("temporal: MoNE e_c=0.3", lambda s: video_mone("temporal", 0.3, seed=s)),
-      ("Table 1: Proportionate", lambda s: allocation("proportionate", None, seed=s)),
-      ("Table 1: Uniform", lambda s: allocation("uniform", None, seed=s)),
-      ("Table 1: MoD Greedy e_c=0.4", lambda s: allocation("mod_greedy", 0.4, seed=s)),
-      ("Table 1: Greedy e_c=0.4", lambda s: allocation("greedy", 0.4, seed=s)),
-  ]
-  long = [
-      ("temporal: MatViViT", lambda s: video("temporal", kind="matvit", seed=s)),
-      ("appearance: ViViT", lambda s: video("appearance", kind="vit", seed=s)),
-      ("appearance: MoNE e_c=0.4", lambda s: video_mone("appearance", 0.4, seed=s)),
-      ("appearance: MatViViT", lambda s: video("appearance", kind="matvit", seed=s)),
-  ]
-  runs = [(f"{label}, seed {s}", make(s)) for group in (short, long) for s in seeds for label, make in group]
-  runs.append(("temporal: MoNE adaptive, isoFLOPs, seed 0", video_mone("temporal", None, adaptive=True, iso_flops=True)))
-  return runs
 
 
 def _headline_labels() -> frozenset:
   """The labels (without ', seed N') of every run trained at every seed: the headline runs."""
-  every = [label.rpartition(", seed ")[0] for label, cfg in image_runs() + video_runs() if cfg.seed == SEEDS[-1]]
+  every = [label.rpartition(", seed ")[0] for label, cfg in figures.image_runs() + figures.video_runs() if cfg.seed == SEEDS[-1]]
   return frozenset(every)
 
 
@@ -324,7 +200,7 @@ def _headline_labels() -> frozenset:
 CALIBRATION = ("appearance: ViViT, seed 0", "temporal: MatViViT, seed 0", "temporal: ViViT, seed 0")
 
 
-def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
+def keeps_router_weights(cfg: schema.TrainConfig) -> bool:
   """Whether the queue commits cfg's router weights (`experiments.router_params`) when it has
   trained it: every MoNE run of Eq. 3's allocation at a fixed e_c, learned or random router,
   whose first router is before layer 0, at every seed. The router figures (1 and 7) read some of
@@ -334,10 +210,10 @@ def keeps_router_weights(cfg: recipes.TrainConfig) -> bool:
           and cfg.model.router_layers[0] == 0)
 
 
-def runs() -> list[tuple[str, recipes.TrainConfig]]:
+def runs() -> list[tuple[str, schema.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs, the
   images, then the other videos; then the ten-seed plan's runs (`ten_seed_runs`)."""
   every = SEEDS + EXTRA_SEEDS
-  videos = video_runs(seeds=every)
-  return ([r for r in videos if r[0] in CALIBRATION] + image_runs(seeds=every)
+  videos = figures.video_runs(seeds=every)
+  return ([r for r in videos if r[0] in CALIBRATION] + figures.image_runs(seeds=every)
           + [r for r in videos if r[0] not in CALIBRATION] + ten_seed_runs())

@@ -4,10 +4,11 @@
 import dataclasses
 
 from mone import results
-from mone.train import recipes, steps
+from mone.configs import schema
+from mone.train import steps
 
 
-def estimate_seconds(cfg: recipes.TrainConfig, finished: list[dict]) -> float | None:
+def estimate_seconds(cfg: schema.TrainConfig, finished: list[dict]) -> float | None:
   """About how long cfg's run takes on the machine that trained the `finished` run files: its
   training GFLOPs at the fewest seconds per training GFLOP of the finished CPU runs of the same
   config at another seed or, without one, of the same config name and model kind; None without

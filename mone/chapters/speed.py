@@ -13,6 +13,7 @@ import numpy as np
 from mone import results
 from mone.bench import micro, timing
 from mone.chapters import claims, experiments, plots
+from mone.configs import profiles
 
 _FULL = dict(variant="S/16", batch=[8, 32], train_batch=[8, 32], reps=7, video="B/16x2")
 _BLOCK = dict(variant="S/16", batch=[8, 32], e_c=[0.3, 0.5, 1.0], reps=15, block=True)
@@ -40,7 +41,7 @@ PAPER_SPEED = "FLOPs only: 'over two-fold' less inference compute, not timed"
 
 def bench_dir(profile: str):
   """Where a profile's benchmark files are: results/bench/ (smoke: results/smoke_bench/)."""
-  return experiments.results_root() / ("smoke_bench" if experiments.check_profile(profile) == "smoke" else "bench")
+  return experiments.results_root() / ("smoke_bench" if profiles.check_profile(profile) == "smoke" else "bench")
 
 
 def measured(profile: str, name: str, recompute: bool = False) -> dict:

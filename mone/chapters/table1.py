@@ -10,7 +10,8 @@ the static allocations' budgets (arithmetic) and the accuracy comparisons over p
 import numpy as np
 
 from mone import capacity
-from mone.chapters import analysis, calibration, claims, headlines, plan
+from mone.chapters import analysis, calibration, claims, headlines
+from mone.configs import figures
 
 E = 4  # nested experts: D/8, D/4, D/2 and D, as in the paper
 # (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's run label)
@@ -55,9 +56,9 @@ def alternatives(experts: int = E) -> list[str]:
 
 
 def planned(profile: str, seeds, data_dir: str = "") -> list:
-  """(label, config) of the Table 1 runs of the video plan (`plan.video_runs`) at `seeds`."""
+  """(label, config) of the Table 1 runs of the video plan (`figures.video_runs`) at `seeds`."""
   labels = {run for *_, run in TABLE}
-  return [(l, cfg) for l, cfg in plan.video_runs(profile, seeds, data_dir) if l.rpartition(", seed ")[0] in labels]
+  return [(l, cfg) for l, cfg in figures.video_runs(profile, seeds, data_dir) if l.rpartition(", seed ")[0] in labels]
 
 
 def table(runs: list[tuple[str, int, dict]], seeds) -> list[dict]:

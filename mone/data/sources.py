@@ -1,6 +1,6 @@
 """The (train, test) sources a training config names, and the model input of a batch.
 
-A config here is any object with a training config's data fields (`mone.train.recipes.TrainConfig`
+A config here is any object with a training config's data fields (`mone.configs.schema.TrainConfig`
 is the one the package uses): the data layer reads those fields and imports nothing from training.
 """
 import functools
@@ -9,7 +9,7 @@ from pathlib import Path
 from mone import results
 from mone.data import digits, pipeline, video
 
-# What data_sources builds: the datasets a config may name (`mone.train.recipes.DATASETS`, the same).
+# What data_sources builds: the datasets a config may name (`mone.configs.schema.DATASETS`, the same).
 DATASETS = ("digits", "tfds", "moving_digits", "tfds_video")
 
 

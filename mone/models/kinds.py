@@ -278,7 +278,7 @@ def of_run(metrics: dict) -> Kind:
 
 
 def kind_of(cfg) -> Kind:
-  """The kind of a training config (`mone.train.recipes.TrainConfig`): its kind, for its model."""
+  """The kind of a training config (`mone.configs.schema.TrainConfig`): its kind, for its model."""
   return lookup(cfg.kind, cfg.model)
 
 

@@ -152,7 +152,7 @@ def materialize_grad(tree):
   block. XLA:CPU fuses such chains into each consumer instead of storing them, so every
   block's backward recomputes the chain from the top layer down: quadratic in depth (a
   ViT-S/16 gradient took 2.6 s instead of 1.8 s; found by profiling, tested in
-  tests/test_models.py). XLA never fuses a conditional, so routing the cotangent through
+  tests/models/test_models.py). XLA never fuses a conditional, so routing the cotangent through
   one at each block's output stores it once. Both branches are the identity (XLA drops the
   barrier after it has kept the two branches distinct); the predicate only has to be
   unknown at compile time. The forward pass is untouched.

@@ -10,7 +10,8 @@ import jax
 
 from mone import results
 from mone.data import sources
-from mone.train import loop, recipes
+from mone.configs import recipes
+from mone.train import loop
 from mone.train.sharding import check_devices
 
 

@@ -6,7 +6,7 @@ import logging
 import sys
 
 from mone import results
-from mone.train.recipes import TrainConfig
+from mone.configs.schema import TrainConfig
 
 log = logging.getLogger("mone.train")
 

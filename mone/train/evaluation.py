@@ -8,7 +8,7 @@ import numpy as np
 from mone.data import pipeline, sources
 from mone.models import kinds, vivit
 from mone.train import sharding, steps
-from mone.train.recipes import TrainConfig
+from mone.configs.schema import TrainConfig
 
 
 def _predict(cfg: TrainConfig, model, params, images, budget, width_index):

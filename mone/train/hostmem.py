@@ -15,7 +15,7 @@ loop (`python -m mone.train`, MoNE e_c=0.4, steps 50-300): 322 and 323 ms a step
 375 without, 0.82x and 0.86x. Steps on a fixed batch, waiting for each (medians of 60): 0.77,
 0.82 and 0.74x for MoNE e_c=0.4, 0.65, 0.81 and 0.69x for the dense ViT; not waiting (means of
 80): 0.79 and 0.84x, and 0.77 and 0.77x. The parameters after the steps were bit-identical.
-tests/test_hostmem.py counts the page faults.
+tests/train/test_hostmem.py counts the page faults.
 The price is resident memory: the heap keeps its high-water mark (the training queue's process held
 3.8 GB instead of 2.8 GB), which glibc would otherwise hand back to the system.
 

@@ -42,7 +42,7 @@ from mone import results
 from mone.data import pipeline, sources
 from mone.models import kinds
 from mone.train import checkpoints, evaluation, sharding, steps
-from mone.train.recipes import TrainConfig
+from mone.configs.schema import TrainConfig
 
 log = logging.getLogger("mone.train")
 

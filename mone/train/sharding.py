@@ -4,7 +4,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from mone.train.recipes import TrainConfig
+from mone.configs.schema import TrainConfig
 
 
 def check_devices(num_devices: int, available: int) -> None:

@@ -13,7 +13,7 @@ from mone.data import pipeline
 from mone.models import kinds, layers
 from mone.models.config import ViViTConfig
 from mone.train import checkpoints
-from mone.train.recipes import TrainConfig
+from mone.configs.schema import TrainConfig
 
 log = logging.getLogger("mone.train")
 

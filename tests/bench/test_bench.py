@@ -229,6 +229,7 @@ def _has_field(name):
   return name in {f.name for f in dataclasses.fields(config.ViTConfig)}
 
 
+@pytest.mark.slow
 def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
   out, path = tiny_report
   fams = families(tiny=True)
@@ -277,6 +278,7 @@ def test_tiny_report_runs_every_group_and_times_every_setting(tiny_report):
   assert next(r for r in rows if r["group"] == "vit-forward-2-e_c" and r["model"] == "dense")["compiled_in"] == "vit-forward-2"
 
 
+@pytest.mark.slow
 def test_tiny_report_checks_each_fast_path_against_its_reference(tiny_report):
   out, _ = tiny_report
   checks = out["correctness"]
@@ -293,6 +295,7 @@ def test_tiny_report_checks_each_fast_path_against_its_reference(tiny_report):
   assert "correctness:" in "\n".join(out["summary"])
 
 
+@pytest.mark.slow
 def test_tiny_report_splits_device_time_by_kind_of_operation(tiny_report):
   out, _ = tiny_report
   prof = out["op_summary"]
@@ -309,6 +312,7 @@ def test_tiny_report_splits_device_time_by_kind_of_operation(tiny_report):
   assert rows["forward", "mone"]["by_kind_ms"]["gather/scatter/sort"] > 0
 
 
+@pytest.mark.slow
 def test_tiny_report_states_every_target(tiny_report):
   out, _ = tiny_report
   ids = [t.id for t in targets.report_targets(families(tiny=True))]
@@ -325,6 +329,7 @@ def test_tiny_report_states_every_target(tiny_report):
   assert out["summary"][0] == "targets:"
 
 
+@pytest.mark.slow
 def test_report_skips_what_the_budget_cannot_fit(tmp_path):
   path = tmp_path / "r.json"
   cli.main(["--report", "--tiny", "--budget-s", "1e-6", "--json", str(path)])
@@ -334,6 +339,7 @@ def test_report_skips_what_the_budget_cannot_fit(tmp_path):
   assert all(t["status"] == "not measured: group not run" for t in out["targets"])
 
 
+@pytest.mark.slow
 def test_report_groups_option_and_the_watchdog(tmp_path, capsys):
   path = tmp_path / "r.json"
   cli.main(["--report", "--tiny", "--groups", "op-summary", "--json", str(path)])

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from mone import capacity, results
-from mone.chapters import analysis, experiments, routers
+from mone.chapters import analysis, routers
+from mone.configs import profiles
 from mone.data import digits
 from mone.models import kinds, routing
 
@@ -188,14 +189,14 @@ def test_adaptation_summary_scores_each_model_against_its_own_capacity():
 
 
 def test_mone_configs_are_shared_between_notebooks():
-  a = analysis.mone_config("smoke", 0.4)
-  assert a.kind == "mone" and a.e_c == 0.4 and a.eval_e_c == experiments.grid("smoke").eval_e_c
-  same = analysis.mone_config("smoke", 0.4, seed=0, model="tiny/8")
+  a = profiles.mone_config("smoke", 0.4)
+  assert a.kind == "mone" and a.e_c == 0.4 and a.eval_e_c == profiles.grid("smoke").eval_e_c
+  same = profiles.mone_config("smoke", 0.4, seed=0, model="tiny/8")
   assert results.config_hash(a) == results.config_hash(same)
-  assert analysis.mone_config("smoke", None, adaptive=True).adaptive
+  assert profiles.mone_config("smoke", None, adaptive=True).adaptive
   with pytest.raises(ValueError, match="profile"):
-    analysis.mone_config("tiny", 0.4)
-  for profile, g in experiments.GRIDS.items():
+    profiles.mone_config("tiny", 0.4)
+  for profile, g in profiles.GRIDS.items():
     # Each model is evaluated at every budget any chapter trains at (Figure 5 needs it) ...
     trained = {*g.image_e_c, *g.adapt_image_e_c, *g.adapt_video_e_c, *g.random_router_e_c,
                *(e for task in g.video_e_c.values() for e in task)}
@@ -203,7 +204,7 @@ def test_mone_configs_are_shared_between_notebooks():
     for e in g.eval_e_c:  # ... and every one of them is feasible for E = 4
       capacity.capacity_distribution(e, 4)
   with pytest.raises(ValueError, match="profile must be one of"):
-    experiments.grid("tiny")
+    profiles.grid("tiny")
 
 
 # --------------------------------------------------------------------- router ---
@@ -211,7 +212,7 @@ def test_mone_configs_are_shared_between_notebooks():
 
 @pytest.fixture(scope="module")
 def tiny_mone():
-  cfg = experiments.image_config("smoke", kind="mone", e_c=0.4)
+  cfg = profiles.image_config("smoke", kind="mone", e_c=0.4)
   model = kinds.build(cfg.model, "mone")
   caps = tuple(capacity.capacity_distribution(0.4, 4))
   x = np.zeros((1, 32, 32, 3), np.float32)

@@ -430,10 +430,11 @@ def test_a_seed_pairs_the_video_arms_and_the_router_variants_too():
   import jax.numpy as jnp
   from flax import traverse_util
 
-  from mone.train import recipes, steps
+  from mone.configs import recipes, schema
+  from mone.train import steps
 
   def init(base, **overrides):
-    cfg = recipes.apply_overrides(base, overrides)
+    cfg = schema.apply_overrides(base, overrides)
     params = steps.init_params(cfg, steps.build_model(cfg), jnp.zeros(steps.input_shape(cfg)))
     return traverse_util.flatten_dict(params, sep="/")
 

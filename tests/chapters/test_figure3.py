@@ -122,7 +122,7 @@ def test_the_dense_runs_are_the_vits_with_a_validation_curve():
 
 def test_load_reads_each_variants_models_and_the_iso_flops_run_of_the_first_only(monkeypatch):
   labels = ["ViT", "MatViT", "MoD", "MoNE e_c=0.2", "MoNE e_c=0.2, isoFLOPs", "MoNE e_c=0.2, random router", "MoNE adaptive, isoFLOPs"]
-  monkeypatch.setattr(figure3.plan, "image_runs",
+  monkeypatch.setattr(figure3.figures, "image_runs",
                       lambda profile, seeds, data_dir, **kw: [(f"{l}, seed {s}", (kw["model"], l)) for s in seeds for l in labels])
   read = []
   monkeypatch.setattr(figure3.headlines, "landed", lambda planned, train, recompute: read.append(planned) or [])

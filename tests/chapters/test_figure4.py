@@ -3,7 +3,7 @@ built here: the SSv2 FLOP counts, the per-task comparisons, and whether the temp
 separates the nested widths."""
 import pytest
 
-from mone.chapters import calibration, experiments, figure4, plan
+from mone.chapters import calibration, experiments, figure4
 
 
 def _point(gflops, acc, e_c=None, width=None, learned=True):

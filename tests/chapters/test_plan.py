@@ -6,7 +6,8 @@ import pytest
 
 from mone import capacity, results
 from mone.chapters import devices, experiments, plan, run_times, seed_plans
-from mone.train import recipes
+from mone.configs import figures, profiles
+pass
 
 
 def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
@@ -97,18 +98,18 @@ def test_seed_plan_plans_five_seeds_for_three_seed_claims_and_keeps_single_seed_
 
 
 def test_planned_runs_have_wide_experts_a_validation_split_and_one_device():
-  for label, cfg in plan.image_runs():
+  for label, cfg in figures.image_runs():
     assert capacity.expert_widths(cfg.model.width, cfg.model.num_experts)[0] >= 16, label
     assert cfg.num_val > 0 and cfg.eval_every > 0 and cfg.num_test >= 5000, label
     assert cfg.num_devices == 1, label
     if cfg.kind == "mone":
-      assert cfg.eval_e_c == experiments.grid("small").eval_e_c, label
+      assert cfg.eval_e_c == profiles.grid("small").eval_e_c, label
       assert cfg.model.alpha_bounded, label  # Eq. 1's alpha in [0, 1), as the paper
 
 
 def test_the_adaptive_and_iso_flops_runs_spend_the_dense_runs_training_flops():
   from mone.train import steps
-  by_label = dict(plan.image_runs())
+  by_label = dict(figures.image_runs())
   vit = by_label["ViT, seed 0"]
   for label in ("MoNE adaptive, isoFLOPs, seed 0", "MoNE e_c=0.2, isoFLOPs, seed 0"):
     cfg = by_label[label]
@@ -120,16 +121,16 @@ def test_the_adaptive_and_iso_flops_runs_spend_the_dense_runs_training_flops():
 
 def test_planned_video_runs_have_a_validation_split_and_the_papers_alpha():
   from mone.data.moving_digits import NUM_CLASSES
-  for label, cfg in plan.video_runs():
+  for label, cfg in figures.video_runs():
     assert cfg.dataset == "moving_digits" and cfg.num_val > 0 and cfg.eval_every > 0 and cfg.num_test >= 2000, label
     assert cfg.num_devices == 1 and cfg.model.alpha_bounded and not cfg.model.head_zeroinit, label
     assert cfg.model.num_classes == NUM_CLASSES[cfg.video_task], label
     if cfg.kind == "mone" and cfg.allocation == "mone":
-      assert cfg.eval_e_c == experiments.grid("small").eval_e_c, label
-  static = {cfg.allocation: cfg.e_c for label, cfg in plan.video_runs() if label.startswith("Table 1") and cfg.seed == 0}
+      assert cfg.eval_e_c == profiles.grid("small").eval_e_c, label
+  static = {cfg.allocation: cfg.e_c for label, cfg in figures.video_runs() if label.startswith("Table 1") and cfg.seed == 0}
   assert static["proportionate"] == pytest.approx(0.27, abs=0.005) and static["uniform"] == pytest.approx(0.47, abs=0.005)
   with pytest.raises(ValueError, match="task must be one of"):
-    plan.video("kinetics")
+    figures.video("kinetics")
 
 
 def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
@@ -190,7 +191,7 @@ def test_the_committed_ten_seed_plan_names_the_queues_runs_and_freezes_every_cla
 
 def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():
   from mone.train import steps
-  vit = plan.image(kind="vit")
+  vit = figures.image(kind="vit")
   gflops = steps.train_gflops(vit)
   finished = [{"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000, "train_gflops": gflops,
                "wall_time_s": 4000.0, "resumed_from_step": 0},
@@ -199,29 +200,29 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
                "wall_time_s": 1500.0, "resumed_from_step": 4000},
               {"name": vit.name, "kind": "vit", "device": {"kind": "gpu"}, "train_steps": 8000, "train_gflops": gflops,
                "wall_time_s": 10.0, "resumed_from_step": 0}]
-  assert run_times.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
-  assert run_times.estimate_seconds(plan.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
+  assert run_times.estimate_seconds(figures.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
+  assert run_times.estimate_seconds(figures.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
   # resumed half-way, but timed from step 0 (newer code keeps the earlier parts' time): 2,900 s in all
   finished.append({"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000,
                    "train_gflops": gflops, "wall_time_s": 2900.0, "resumed_from_step": 4000, "timed_from_step": 0})
-  assert run_times.estimate_seconds(plan.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
-  assert run_times.estimate_seconds(plan.mone(0.4), finished) is None  # no finished MoNE run
+  assert run_times.estimate_seconds(figures.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
+  assert run_times.estimate_seconds(figures.mone(0.4), finished) is None  # no finished MoNE run
   # The same config at another seed is the estimate, even where another config runs faster per FLOP
   # (a MoNE run at a lower e_c runs slower per FLOP)
   mone_run = lambda c, wall: {"name": c.name, "kind": "mone", "seed": c.seed, "config_hash": results.config_hash(c),
                               "device": {"kind": "cpu"}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
                               "wall_time_s": wall, "timed_from_step": 0}
-  finished += [mone_run(plan.mone(0.4), 1000.0), mone_run(plan.mone(0.2), 900.0)]
-  assert run_times.estimate_seconds(plan.mone(0.2, seed=2), finished) == pytest.approx(900.0)
-  assert run_times.estimate_seconds(plan.mone(0.4, seed=1), finished) == pytest.approx(1000.0)
-  fastest = min(1000.0 / steps.train_gflops(plan.mone(0.4)), 900.0 / steps.train_gflops(plan.mone(0.2)))
-  assert run_times.estimate_seconds(plan.mone(0.3), finished) == pytest.approx(fastest * steps.train_gflops(plan.mone(0.3)))
-  assert run_times.estimate_seconds(plan.video("temporal", kind="vit"), finished) is None
+  finished += [mone_run(figures.mone(0.4), 1000.0), mone_run(figures.mone(0.2), 900.0)]
+  assert run_times.estimate_seconds(figures.mone(0.2, seed=2), finished) == pytest.approx(900.0)
+  assert run_times.estimate_seconds(figures.mone(0.4, seed=1), finished) == pytest.approx(1000.0)
+  fastest = min(1000.0 / steps.train_gflops(figures.mone(0.4)), 900.0 / steps.train_gflops(figures.mone(0.2)))
+  assert run_times.estimate_seconds(figures.mone(0.3), finished) == pytest.approx(fastest * steps.train_gflops(figures.mone(0.3)))
+  assert run_times.estimate_seconds(figures.video("temporal", kind="vit"), finished) is None
 
 
 def test_recompute_seconds_counts_cpu_runs_as_measured_and_estimates_the_others():
   from mone.train import steps
-  vit0, vit1, vit2, mone0 = plan.image(kind="vit"), plan.image(kind="vit", seed=1), plan.image(kind="vit", seed=2), plan.mone(0.4)
+  vit0, vit1, vit2, mone0 = figures.image(kind="vit"), figures.image(kind="vit", seed=1), figures.image(kind="vit", seed=2), figures.mone(0.4)
   run = lambda c, device, wall, **kw: {"name": c.name, "kind": c.kind, "seed": c.seed, "config_hash": results.config_hash(c),
                                        "device": {"kind": device}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
                                        "wall_time_s": wall, "timed_from_step": 0, **kw}
@@ -266,7 +267,7 @@ def test_device_table_counts_runs_hours_and_jax_versions_per_device():
 
 
 def test_another_profile_asks_for_the_same_runs_with_its_own_configs():
-  small, smoke = plan.image_runs(), plan.image_runs("smoke", seeds=(0, 1))
+  small, smoke = figures.image_runs(), figures.image_runs("smoke", seeds=(0, 1))
   by_label = dict(smoke)
   # the same labels, in the same order, less seed 2 and the router studies a 2-block model cannot hold
   deeper = ("router before block 2", "4 routers")
@@ -276,12 +277,12 @@ def test_another_profile_asks_for_the_same_runs_with_its_own_configs():
       other = by_label[label]
       assert (other.kind, other.e_c, other.seed, other.adaptive, other.iso_flops) == (cfg.kind, cfg.e_c, cfg.seed, cfg.adaptive, cfg.iso_flops), label
       assert (other.model.router, other.model.router_layer, other.model.num_routers) == (cfg.model.router, cfg.model.router_layer, cfg.model.num_routers), label
-      assert other.name == experiments.image_config("smoke").name and other.steps == 8
-  assert plan.image_runs("smoke", seeds=(0,), model="tiny/8")[0][1].model.name == "tiny/8"
+      assert other.name == profiles.image_config("smoke").name and other.steps == 8
+  assert figures.image_runs("smoke", seeds=(0,), model="tiny/8")[0][1].model.name == "tiny/8"
 
 
 def test_another_profile_asks_for_the_same_video_runs_with_its_own_configs():
-  small, smoke = plan.video_runs(), plan.video_runs("smoke", seeds=(0, 1))
+  small, smoke = figures.video_runs(), figures.video_runs("smoke", seeds=(0, 1))
   by_label = dict(smoke)
   assert [l for l, _ in smoke] == [l for l, _ in small if not l.endswith(", seed 2")]
   for label, cfg in small:
@@ -293,14 +294,13 @@ def test_another_profile_asks_for_the_same_video_runs_with_its_own_configs():
 
 
 def test_the_chapters_configs_of_the_small_profile_are_the_plans():
-  from mone.chapters import analysis
-  image, mone = (lambda **ov: experiments.image_config("small", **ov)), (lambda e_c, **ov: analysis.mone_config("small", e_c, **ov))
-  assert results.config_hash(image(kind="vit", seed=1)) == results.config_hash(plan.image(kind="vit", seed=1))
-  assert results.config_hash(mone(0.3, seed=2, **{"model.router": "random"})) == results.config_hash(plan.mone(0.3, seed=2, **{"model.router": "random"}))
-  for task in experiments.TASKS:
-    assert results.config_hash(experiments.video_config("small", task, kind="matvit")) == results.config_hash(plan.video(task, kind="matvit"))
-    assert results.config_hash(analysis.mone_config("small", 0.4, task=task, seed=1)) == results.config_hash(plan.video_mone(task, 0.4, seed=1))
-  assert results.config_hash(analysis.table1_config("small", "uniform", None)) == results.config_hash(plan.allocation("uniform", None))
+  image, mone = (lambda **ov: profiles.image_config("small", **ov)), (lambda e_c, **ov: profiles.mone_config("small", e_c, **ov))
+  assert results.config_hash(image(kind="vit", seed=1)) == results.config_hash(figures.image(kind="vit", seed=1))
+  assert results.config_hash(mone(0.3, seed=2, **{"model.router": "random"})) == results.config_hash(figures.mone(0.3, seed=2, **{"model.router": "random"}))
+  for task in profiles.TASKS:
+    assert results.config_hash(profiles.video_config("small", task, kind="matvit")) == results.config_hash(figures.video(task, kind="matvit"))
+    assert results.config_hash(profiles.mone_config("small", 0.4, task=task, seed=1)) == results.config_hash(figures.video_mone(task, 0.4, seed=1))
+  assert results.config_hash(profiles.table1_config("small", "uniform", None)) == results.config_hash(figures.allocation("uniform", None))
 
 
 def test_chapters_read_the_plans_seeds_and_train_only_off_the_small_profile():

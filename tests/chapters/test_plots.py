@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.colors import to_rgb, to_rgba  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
 
 from mone.chapters import (calibration, claim_plots, claims, comparisons, experiments, plots, router_plots, speed,  # noqa: E402
                            stats, verdicts)

@@ -95,10 +95,11 @@ def test_a_seed_pairs_every_arm_by_design_same_initial_shared_weights_and_data_o
   from flax import traverse_util
 
   from mone.data import pipeline, sources
-  from mone.train import recipes, steps
+  from mone.configs import recipes, schema
+  from mone.train import steps
 
   def init(kind, **overrides):
-    cfg = recipes.apply_overrides(recipes.smoke(), {"kind": kind, **overrides})
+    cfg = schema.apply_overrides(recipes.smoke(), {"kind": kind, **overrides})
     params = steps.init_params(cfg, steps.build_model(cfg), jnp.zeros(steps.input_shape(cfg)))
     return traverse_util.flatten_dict(params, sep="/")
   vit = init("vit")

@@ -8,6 +8,7 @@ import pytest
 
 from mone import results
 from mone.chapters import experiments, plan, table1
+from mone.configs import figures
 
 
 def _metrics(e_c, accuracy, *, gflops=0.03, learned=True, num_examples=2000):
@@ -108,9 +109,9 @@ def test_a_run_on_the_chance_plateau_makes_its_comparison_inconclusive():
 
 def _land_widths(seed, dense_val, quarter_val):
   """The temporal task's dense ViViT and MatViViT run files at seed, with their validation accuracies."""
-  for cfg, extra in ((plan.video("temporal", kind="vit", seed=seed), {"accuracy": dense_val, "curve": [
+  for cfg, extra in ((figures.video("temporal", kind="vit", seed=seed), {"accuracy": dense_val, "curve": [
       {"step": 10, "val_accuracy": dense_val, "train_accuracy": dense_val}]}),
-                     (plan.video("temporal", kind="matvit", seed=seed), {"accuracy": dense_val, "val_evals": [
+                     (figures.video("temporal", kind="matvit", seed=seed), {"accuracy": dense_val, "val_evals": [
                          {"width_index": i, "accuracy": a} for i, a in enumerate((0.5, quarter_val, 0.9, dense_val))]})):
     results.atomic_write_json(experiments.run_path(cfg), {
         "name": "moving_temporal", "kind": cfg.kind, "config_hash": f"h{seed}{cfg.kind}", "config": dataclasses.asdict(cfg),

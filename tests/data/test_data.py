@@ -10,7 +10,7 @@ from mone.data import pipeline as ip
 from mone.data import sources
 from mone.data.digits import make_digits, token_mask
 from mone.data.mnist import mnist_pool
-from mone.train import recipes
+from mone.configs import schema
 
 make_uncached = make_digits.__wrapped__  # determinism claims must not be served by the cache
 
@@ -322,4 +322,4 @@ def test_tfds_missing_data_gives_a_clear_error(tmp_path, tfds_dir):
 
 def test_sources_build_the_datasets_a_config_may_name():
   # The data layer keeps its own list (it imports nothing from training): the two must agree.
-  assert sources.DATASETS == recipes.DATASETS
+  assert sources.DATASETS == schema.DATASETS

@@ -247,17 +247,17 @@ def test_noise_changes_only_the_pixels_and_differs_frame_by_frame(task, fresh_ca
 
 def test_video_noise_reaches_every_split_of_a_config():
   from mone.data import sources
-  from mone.train import recipes
-  cfg = recipes.apply_overrides(recipes.moving_temporal(), {"num_train": 16, "num_test": 8, "num_val": 8, "video_noise": 0.2})
+  from mone.configs import recipes, schema
+  cfg = schema.apply_overrides(recipes.moving_temporal(), {"num_train": 16, "num_test": 8, "num_val": 8, "video_noise": 0.2})
   train, test = sources.data_sources(cfg)
   val = sources.validation_source(cfg)
   for src, split in ((train, "train"), (test, "test"), (val, "val")):
     np.testing.assert_array_equal(src.arrays["video"], md.make_moving_digits(
         split, len(src), "temporal", seed=cfg.data_seed, holdout_val=split == "train", noise=0.2)["video"])
   with pytest.raises(ValueError, match="video_noise must be in"):
-    recipes.apply_overrides(cfg, {"video_noise": -0.1})
+    schema.apply_overrides(cfg, {"video_noise": -0.1})
   with pytest.raises(ValueError, match="video_noise is for the moving_digits dataset"):
-    recipes.apply_overrides(recipes.digits64(), {"video_noise": 0.1})
+    schema.apply_overrides(recipes.digits64(), {"video_noise": 0.1})
 
 
 def test_moving_digits_sources():

@@ -2,14 +2,13 @@
 deleted; and a chapter that fails leaves its executed notebook as it was."""
 import importlib.util
 import subprocess
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from mone.chapters import experiments
+from mone.configs import profiles
 
-REPO = Path(__file__).resolve().parent.parent
+from helpers import REPO
 
 
 def _script():
@@ -59,12 +58,13 @@ def test_a_data_dir_without_a_dataset_the_paper_profile_reads_names_the_missing_
 
 
 def test_the_checks_lists_are_the_packages():
-  assert params.PROFILES == experiments.PROFILES
-  tfds = {experiments.image_config("paper", "/d").tfds_name} | {experiments.video_config("paper", t, "/d").tfds_name
-                                                                for t in experiments.TASKS}
+  assert params.PROFILES == profiles.PROFILES
+  tfds = {profiles.image_config("paper", "/d").tfds_name} | {profiles.video_config("paper", t, "/d").tfds_name
+                                                                for t in profiles.TASKS}
   assert set(params.PAPER_DATASETS) == tfds
 
 
+@pytest.mark.slow
 def test_a_chapter_that_fails_leaves_its_executed_notebook_as_it_was(tmp_path):
   from notebook_util import run_notebook
   src = tmp_path / "fails.ipynb"
@@ -86,6 +86,7 @@ def test_a_chapter_that_fails_leaves_its_executed_notebook_as_it_was(tmp_path):
   assert "first cell ran" in out.read_text() and sorted(p.name for p in out.parent.iterdir()) == ["fails.ipynb"]
 
 
+@pytest.mark.slow
 def test_a_chapter_killed_mid_run_leaves_its_executed_notebook_and_a_rerun_finishes_it(tmp_path):
   import os
   import signal

@@ -1,11 +1,10 @@
 """The package's shape stays one a maintainer can read: the limits below are measured from the
 source by scripts/layout.py (which also prints the graph between packages)."""
 import importlib.util
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from helpers import REPO as ROOT
 _spec = importlib.util.spec_from_file_location("layout", ROOT / "scripts" / "layout.py")
 layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(layout)

@@ -50,11 +50,13 @@ def test_notebook_follows_the_house_layout(notebook):
   assert "REPRODUCED" not in code, "verdicts are decided by mone.chapters.claims, not printed by hand"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notebook", [p for p in NOTEBOOKS if p.stem not in VIDEO_CHAPTERS], ids=lambda p: p.stem)
 def test_image_chapter_runs_with_the_smoke_profile(notebook, smoke_env):
   check_smoke_run(notebook, smoke_env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS[:1], ids=lambda p: p.stem)
 def test_unknown_profile_fails_with_an_error_naming_profile(notebook, smoke_env, tmp_path):
   with pytest.raises(papermill.PapermillExecutionError, match="profile must be one of") as e:
@@ -62,6 +64,7 @@ def test_unknown_profile_fails_with_an_error_naming_profile(notebook, smoke_env,
   assert "'huge'" in str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS[:1], ids=lambda p: p.stem)
 def test_unknown_parameter_fails_with_an_error_naming_it(notebook, smoke_env, tmp_path):
   """papermill only warns about an undeclared parameter; the notebooks refuse it, so that a

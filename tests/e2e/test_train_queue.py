@@ -84,6 +84,7 @@ def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch
   assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["plan", "longest"])
 def test_workers_start_as_processes_and_skip_finished_runs(order, tmp_path):
   """--workers 2 starts two processes that read the plan and train nothing when every selected run

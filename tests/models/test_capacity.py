@@ -89,7 +89,7 @@ def test_budget_is_the_one_conversion_of_a_budget():
 
 
 def test_train_config_budget_defaults_to_its_training_e_c():
-  from mone.train import recipes
-  cfg = recipes.apply_overrides(recipes.smoke(), {"kind": "mone", "e_c": 0.3, "allocation": "mod_greedy"})
+  from mone.configs import recipes, schema
+  cfg = schema.apply_overrides(recipes.smoke(), {"kind": "mone", "e_c": 0.3, "allocation": "mod_greedy"})
   assert cfg.budget() == capacity.budget("mod_greedy", 0.3, cfg.model.num_experts)
   assert cfg.budget(0.5).e_c == 0.5 and cfg.budget(0.5).drop_smallest

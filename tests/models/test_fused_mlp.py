@@ -13,7 +13,7 @@ from helpers import randomize
 from jax.ad_checkpoint import print_saved_residuals
 
 from mone.models import config, fused_mlp, kinds, layers, nested
-from mone.train import recipes
+from mone.configs import recipes, schema
 
 SMOKE = recipes.smoke()
 X = jax.random.normal(jax.random.key(1), (2, SMOKE.model.image_size, SMOKE.model.image_size, 3))
@@ -124,12 +124,12 @@ def test_auto_is_xla_everywhere_and_an_unknown_mlp_is_refused():
   with pytest.raises(ValueError, match=r"^mlp must be one of \('auto', 'xla', 'pallas'\), got 'fused'$"):
     config.vit("tiny/8", mlp="fused")
   with pytest.raises(ValueError, match="mlp must be one of"):
-    recipes.apply_overrides(SMOKE, {"model.mlp": "fused"})
+    schema.apply_overrides(SMOKE, {"model.mlp": "fused"})
   with pytest.raises(ValueError, match="mlp must be one of"):
     config.vivit("tiny/8x2", mlp="fused")
   with pytest.raises(ValueError, match="mlp='pallas' needs a CUDA GPU"):
     layers.resolve_mlp("pallas", "tpu")
-  assert recipes.apply_overrides(SMOKE, {"model.mlp": "pallas"}).model.mlp == "pallas"
+  assert schema.apply_overrides(SMOKE, {"model.mlp": "pallas"}).model.mlp == "pallas"
 
 
 # ------------------------------------------------------------------------------------------------

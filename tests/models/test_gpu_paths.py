@@ -11,7 +11,7 @@ from helpers import randomize
 
 from mone import capacity, results
 from mone.models import config, kinds, layers, nested
-from mone.train import recipes
+from mone.configs import recipes, schema
 
 SMOKE = recipes.smoke()
 X = jax.random.normal(jax.random.key(1), (2, SMOKE.model.image_size, SMOKE.model.image_size, 3))
@@ -139,7 +139,7 @@ def test_a_config_refuses_an_unknown_path_and_keeps_committed_hashes_at_the_defa
             for name in ("digits", "digits64", "moving_temporal") for kind in ("vit", "mone")]
   for path in picked:
     run = results.read_json(path)
-    cfg = recipes.from_json(run["config"])
+    cfg = schema.from_json(run["config"])
     assert (cfg.model.attention, cfg.model.grad_barrier) == ("auto", "auto")
     assert results.config_hash(cfg) == run["config_hash"], path.name
     explicit = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, attention="xla"))

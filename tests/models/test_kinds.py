@@ -9,12 +9,13 @@ import pytest
 
 from mone import flops
 from mone.models import config, kinds
-from mone.train import recipes, steps
+from mone.configs import recipes, schema
+from mone.train import steps
 
 
 def tiny(kind, video=False, **overrides):
-  base = recipes.apply_overrides(recipes.video_temporal(), {"model": "tiny/8x2"}) if video else recipes.smoke()
-  return recipes.apply_overrides(base, {"kind": kind, **overrides})
+  base = schema.apply_overrides(recipes.video_temporal(), {"model": "tiny/8x2"}) if video else recipes.smoke()
+  return schema.apply_overrides(base, {"kind": kind, **overrides})
 
 
 def test_a_config_finds_the_form_of_its_kind_for_its_model():
@@ -87,6 +88,6 @@ def test_the_layers_a_kind_runs_are_what_flops_counts():
 
 
 def test_the_registry_flops_and_configs_import_without_jax():
-  code = ("import sys, mone.models.kinds, mone.flops, mone.train.recipes; "
+  code = ("import sys, mone.models.kinds, mone.flops, mone.configs.recipes; "
           "assert not [m for m in sys.modules if m.split('.')[0] in ('jax', 'flax')]")
   subprocess.run([sys.executable, "-c", code], check=True)

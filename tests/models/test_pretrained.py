@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mone import capacity
-from mone.models import config, kinds, pretrained, vit
+from mone.models import config, kinds, pretrained
 
 CFG = config.vit("tiny/8", num_classes=10)  # 32 px, 8 px patches: 16 tokens
 IMAGES = jax.random.normal(jax.random.key(1), (2, CFG.image_size, CFG.image_size, 3))

@@ -301,7 +301,6 @@ def test_zero_head_gives_the_backbone_no_gradient_at_init(video):
   """Why head_zeroinit=False exists: with the zero classifier every gradient below it is
   exactly zero at step 0 (the plateau of notebook 04); lecun_normal gives them one. Only the
   head kernel's initialisation differs between the two."""
-  from mone.models import vit
   cfg, x = (CFG, X[:, :, :16, :16]) if video else (config.vit("tiny/8", depth=2), X[:, 0, :16, :16])
   cfg = dataclasses.replace(cfg, image_size=16)
   labels = jnp.arange(2)

@@ -5,6 +5,8 @@ import pytest
 
 from mone.models import config
 
+from helpers import REPO
+
 
 def test_variants():
   s = config.vit("S/16")
@@ -51,7 +53,7 @@ def test_fields_added_later_keep_old_hashes():
   import dataclasses
 
   from mone import results
-  from mone.train import recipes
+  from mone.configs import recipes, schema
   cfg = recipes.video_appearance()  # the zero head: the field at its default
   assert cfg.model.head_zeroinit is True
   legacy = results.jsonable(cfg)
@@ -67,10 +69,10 @@ def test_fields_added_later_keep_old_hashes():
   assert results.config_hash(cfg) == hashlib.sha256(blob).hexdigest()[:12]
   changed = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, head_zeroinit=False))
   assert results.config_hash(changed) != results.config_hash(cfg)
-  assert recipes.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
-  fewer = recipes.apply_overrides(cfg, ["adaptive_e_c=(0.3, 0.4)"])
+  assert schema.apply_overrides(cfg, ["model.head_zeroinit=false"]) == changed
+  fewer = schema.apply_overrides(cfg, ["adaptive_e_c=(0.3, 0.4)"])
   assert fewer.adaptive_e_c == (0.3, 0.4) and results.config_hash(fewer) != results.config_hash(cfg)
-  noisy = recipes.apply_overrides(cfg, ["video_noise=0.1"])
+  noisy = schema.apply_overrides(cfg, ["video_noise=0.1"])
   assert noisy.video_noise == 0.1 and results.config_hash(noisy) != results.config_hash(cfg)
 
 
@@ -79,21 +81,21 @@ def test_what_a_run_reports_is_not_hashed_but_its_validation_split_is():
   run, the same hash (a run trained elsewhere is found). num_val moves digits out of the
   training pool: another run."""
   from mone import results
-  from mone.train import recipes
+  from mone.configs import recipes, schema
   cfg = recipes.digits64()
   for reporting in ({"eval_every": 7}, {"log_every": 3}, {"checkpoint_every": 9}, {"keep_checkpoints": 5}):
-    assert results.config_hash(recipes.apply_overrides(cfg, reporting)) == results.config_hash(cfg)
+    assert results.config_hash(schema.apply_overrides(cfg, reporting)) == results.config_hash(cfg)
   paper = recipes.imagenet21k()
-  assert results.config_hash(recipes.apply_overrides(paper, {"data_dir": "gs://bucket/tfds"})) == \
+  assert results.config_hash(schema.apply_overrides(paper, {"data_dir": "gs://bucket/tfds"})) == \
       results.config_hash(paper)
-  assert results.config_hash(recipes.apply_overrides(cfg, {"num_val": 100})) != results.config_hash(cfg)
+  assert results.config_hash(schema.apply_overrides(cfg, {"num_val": 100})) != results.config_hash(cfg)
   for bad, match in (({"num_val": -1}, "num_val must be an integer >= 0"),
                      ({"eval_every": 1.5}, "eval_every must be an integer >= 0")):
     with pytest.raises(ValueError, match=match):
-      recipes.apply_overrides(cfg, bad)
+      schema.apply_overrides(cfg, bad)
   with pytest.raises(ValueError, match=r"num_val \(a validation split\) is for the embedded datasets"):
-    recipes.apply_overrides(recipes.ssv2(), {"num_val": 100})
-  assert recipes.apply_overrides(recipes.video_temporal(), {"num_val": 100}).num_val == 100
+    schema.apply_overrides(recipes.ssv2(), {"num_val": 100})
+  assert schema.apply_overrides(recipes.video_temporal(), {"num_val": 100}).num_val == 100
 
 
 def test_alpha_is_bounded_except_in_the_sizes_trained_before_the_bound():
@@ -108,37 +110,38 @@ def test_alpha_is_bounded_except_in_the_sizes_trained_before_the_bound():
 def test_a_new_model_size_keeps_the_recipes_classifier_init():
   """The temporal task's recipe is a lecun_normal classifier (its zero head plateaus, notebook 04):
   switching the model variant, as the smoke profile does, must not bring the zero head back."""
-  from mone.train import recipes
+  from mone.configs import recipes, schema
   cfg = recipes.video_temporal()
   assert cfg.model.head_zeroinit is False
-  small = recipes.apply_overrides(cfg, {"model": "tiny/8x2"})
+  small = schema.apply_overrides(cfg, {"model": "tiny/8x2"})
   assert (small.model.head_zeroinit, small.model.num_classes, small.model.width) == (False, 8, config.vivit("tiny/8x2").width)
-  assert recipes.apply_overrides(recipes.video_appearance(), {"model": "tiny/8x2"}).model.head_zeroinit is True
+  assert schema.apply_overrides(recipes.video_appearance(), {"model": "tiny/8x2"}).model.head_zeroinit is True
 
 
 def test_the_flop_counter_the_budget_and_the_training_config_import_without_flax():
   """They are arithmetic: a user (or the book's build) can use them without the model stack."""
   import subprocess
   import sys
-  code = ("import sys, mone.flops, mone.capacity, mone.train.recipes, mone.chapters.claims; "
+  code = ("import sys, mone.flops, mone.capacity, mone.configs.recipes, mone.chapters.claims; "
           "assert 'flax' not in sys.modules, sorted(m for m in sys.modules if m.startswith('flax'))")
   subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_adaptive_training_draws_only_the_configured_budgets():
-  from mone.train import recipes, steps
-  cfg = recipes.apply_overrides(recipes.smoke(), {"adaptive": True, "e_c": None, "adaptive_e_c": (0.3, 0.4)})
+  from mone.configs import recipes, schema
+  from mone.train import steps
+  cfg = schema.apply_overrides(recipes.smoke(), {"adaptive": True, "e_c": None, "adaptive_e_c": (0.3, 0.4)})
   assert {steps.train_budget(cfg, s).capacities for s in range(50)} == {cfg.budget(0.3).capacities, cfg.budget(0.4).capacities}
-  paper = recipes.apply_overrides(recipes.smoke(), {"adaptive": True, "e_c": None})
-  assert paper.adaptive_e_c == recipes.ADAPTIVE_E_C  # the paper's nine budgets by default
+  paper = schema.apply_overrides(recipes.smoke(), {"adaptive": True, "e_c": None})
+  assert paper.adaptive_e_c == schema.ADAPTIVE_E_C  # the paper's nine budgets by default
   with pytest.raises(ValueError, match="adaptive_e_c"):
-    recipes.apply_overrides(cfg, {"adaptive_e_c": ()})
+    schema.apply_overrides(cfg, {"adaptive_e_c": ()})
 
 
 def test_swapping_the_variant_keeps_the_recipes_classes_resolution_and_frames():
   """Config traps: `--config imagenet1k model=B/16` once trained a 21,843-class head, and
   `--config ssv2 model=L/16x2` dropped SSv2's 174 classes and 256 px."""
-  from mone.train import recipes
+  from mone.configs import recipes
   b16 = recipes.get_config("imagenet1k", ["model=B/16"])
   assert (b16.model.name, b16.model.width, b16.model.num_classes, b16.model.image_size) == ("B/16", 768, 1000, 224)
   ssv2 = recipes.get_config("ssv2")
@@ -149,16 +152,16 @@ def test_swapping_the_variant_keeps_the_recipes_classes_resolution_and_frames():
 
 
 def test_model_name_is_not_an_override():
-  from mone.train import recipes
+  from mone.configs import recipes
   with pytest.raises(ValueError, match="model.name is the variant's label.*model=B/16"):
     recipes.get_config("imagenet21k", ["model.name=B/16"])
 
 
 def test_a_config_can_come_from_a_python_file(tmp_path):
-  from mone.train import recipes
+  from mone.configs import recipes
   path = tmp_path / "my_config.py"
-  path.write_text("from mone.train import recipes\n\n"
-                  "def get_config():\n  return recipes.apply_overrides(recipes.smoke(), {'steps': 3, 'name': 'mine'})\n")
+  path.write_text("from mone.configs import recipes, schema\n\n"
+                  "def get_config():\n  return schema.apply_overrides(recipes.smoke(), {'steps': 3, 'name': 'mine'})\n")
   cfg = recipes.get_config(str(path), ["lr=0.01"])
   assert (cfg.name, cfg.steps, cfg.lr) == ("mine", 3, 0.01)
   (tmp_path / "bad.py").write_text("def get_config():\n  return 3\n")
@@ -171,13 +174,11 @@ def test_a_config_can_come_from_a_python_file(tmp_path):
 def test_every_committed_run_file_is_named_by_the_hash_of_its_config():
   """A change to what the hash covers must rename the committed runs (scripts/rehash_runs.py),
   or the chapters would silently stop finding them."""
-  from pathlib import Path
-
   from mone import results
-  from mone.train import recipes
-  runs = sorted((Path(__file__).resolve().parent.parent / "results" / "runs").glob("*.json"))
+  from mone.configs import schema
+  runs = sorted((REPO / "results" / "runs").glob("*.json"))
   assert len(runs) >= 40
   for path in runs:
     run = json.loads(path.read_text())
-    h = results.config_hash(recipes.from_json(run["config"]))
+    h = results.config_hash(schema.from_json(run["config"]))
     assert path.name == f"{run['name']}-{run['kind']}-{h}.json" and run["config_hash"] == h, path.name

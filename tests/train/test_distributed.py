@@ -7,14 +7,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mone.data import pipeline as ip
 
-REPO = Path(__file__).resolve().parent.parent
+from helpers import REPO
 
 
 def _source(n=40):
@@ -23,6 +22,7 @@ def _source(n=40):
                          "label": np.arange(n, dtype=np.int32)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [2, 4])
 def test_process_shards_of_each_batch_make_the_single_process_batch(processes):
   src = _source()
@@ -70,6 +70,7 @@ def _finish(*procs):
   return [out for out, _ in outs]
 
 
+@pytest.mark.slow
 def test_two_processes_killed_mid_run_and_restarted_train_as_one_process_on_two_devices(tmp_path):
   """Two processes (one CPU device each) train, are both SIGKILLed once the step-4 checkpoint is
   saved, restart from the shared checkpoints and end with the metrics of one process holding

@@ -42,6 +42,7 @@ def test_reexec_restarts_once_with_the_tunables_and_respects_a_set_value():
   assert _run(code, "glibc.malloc.arena_max=2").split("\n") == ["start", "value 'glibc.malloc.arena_max=2'", ""]
 
 
+@pytest.mark.slow
 @linux
 def test_the_benchmark_command_runs_with_the_tunables_and_records_them(tmp_path):
   # `python -m mone.bench` times the models as the training commands run them: with the heap settings.

@@ -9,7 +9,6 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,15 +17,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import randomize, set_alpha
+from helpers import REPO, randomize, set_alpha, tiny, train_command
 from hypothesis import strategies as st
 
 from mone import capacity
 from mone.data import pipeline, sources
 from mone.models import config, kinds, routing
-from mone.train import loop, recipes
+from mone.configs import recipes
+from mone.train import loop
 
-REPO = Path(__file__).resolve().parent.parent
 PROPS = hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
 
 
@@ -109,12 +108,6 @@ def test_full_width_routing_equals_the_dense_vit(e, heads, mult, depth, router_l
 # ---------------------------------------------------------------- determinism ---
 
 
-def tiny(**overrides):
-  base = dict(steps=6, num_train=128, num_test=64, batch_size=16, eval_batch_size=64,
-              warmup_steps=2, log_every=2, checkpoint_every=3, num_devices=1)
-  return recipes.apply_overrides(recipes.smoke(), {**base, **overrides})
-
-
 VOLATILE = ("wall_time_s", "peak_rss_mib")
 
 
@@ -141,9 +134,7 @@ def test_same_config_and_seed_give_identical_metrics(tmp_path, finished):
 
 
 def _cli(workdir, *extra):
-  # An option between overrides: the command reads the overrides on both sides of it.
-  return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir),
-          "num_devices=1", "--quiet", "steps=40", "checkpoint_every=5", *extra]
+  return train_command(workdir, "steps=40", "checkpoint_every=5", *extra)
 
 
 def _check_nothing_half_written(work: Path):
@@ -152,6 +143,7 @@ def _check_nothing_half_written(work: Path):
   assert not list(work.glob("*.tmp*")), list(work.glob("*.tmp*"))
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_path):
   """Three SIGKILLs at random moments (seeded): while compiling, between and during checkpoint
   saves. Each restart resumes from the newest good checkpoint; the end is bit-identical."""

@@ -2,7 +2,6 @@ import dataclasses
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,16 +12,10 @@ import pytest
 from mone import flops, results
 from mone.models import kinds
 from mone.data import sources
-from mone.train import checkpoints, evaluation, loop, recipes, steps
+from mone.configs import recipes, schema
+from mone.train import checkpoints, evaluation, loop, steps
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def tiny(**overrides):
-  """The smoke config, shrunk further for fast checks of every training mode."""
-  base = dict(steps=6, num_train=128, num_test=64, batch_size=16, eval_batch_size=64,
-              warmup_steps=2, log_every=2, checkpoint_every=3, num_devices=1)
-  return recipes.apply_overrides(recipes.smoke(), {**base, **overrides})
+from helpers import REPO, tiny, train_command
 
 
 @pytest.mark.parametrize("overrides", [
@@ -47,7 +40,7 @@ def test_a_bounded_alpha_mone_run_trains_its_router(tmp_path):
   # Eq. 1's factor is the router's only gradient path and alpha starts at 0, its bound: with a plain
   # clip this run's alpha went below 0 and stuck, and its router moved by weight decay alone (3e-6;
   # so did every first digits64 MoNE run's). With `nested.bounded_alpha` it moves by about 0.04.
-  cfg = recipes.apply_overrides(recipes.smoke(), {"kind": "mone", "num_devices": 1})
+  cfg = schema.apply_overrides(recipes.smoke(), {"kind": "mone", "num_devices": 1})
   assert cfg.model.alpha_bounded
   model = steps.build_model(cfg)
   before = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))["router_0"]["kernel"]
@@ -148,8 +141,7 @@ def test_fsdp_splits_each_array_along_a_dimension_the_devices_divide():
 
 
 def _cli(workdir, *extra):
-  return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir), "--quiet",
-          "num_devices=1", "checkpoint_every=10", *extra]
+  return train_command(workdir, "checkpoint_every=10", *extra)
 
 
 def test_rerun_of_finished_run_does_no_training(tmp_path):
@@ -183,7 +175,7 @@ def test_unknown_config_name():
 def tiny_video(**overrides):
   base = dict(steps=4, num_train=64, num_test=32, batch_size=16, eval_batch_size=32, warmup_steps=1,
               log_every=2, checkpoint_every=4, num_devices=1, **{"model": "tiny/8x2"})
-  return recipes.apply_overrides(recipes.video_temporal(), {**base, **overrides})
+  return schema.apply_overrides(recipes.video_temporal(), {**base, **overrides})
 
 
 @pytest.mark.parametrize("kind", ["vit", "matvit", "mone"])
@@ -251,7 +243,7 @@ def test_predictions_are_what_the_accuracy_counts(kind, point):
 
 def test_video_config_checks():
   with pytest.raises(ValueError, match="dataset=digits needs a ViTConfig"):
-    recipes.apply_overrides(recipes.video_temporal(), {"model": "XS/4x2", "dataset": "digits"})
+    schema.apply_overrides(recipes.video_temporal(), {"model": "XS/4x2", "dataset": "digits"})
   with pytest.raises(ValueError, match="image-only"):
     tiny_video(kind="mod")
   with pytest.raises(ValueError, match="8 classes"):
@@ -538,7 +530,7 @@ def test_the_backfill_adds_only_its_two_keys_and_reproduces_the_committed_files(
   script's docstring); its config hash is unchanged."""
   committed = results.RESULTS / "runs" / f"{name}.json"
   m = results.read_json(committed)
-  assert m.get("resumed_from_step") == resumed and m["config_hash"] == results.config_hash(recipes.from_json(m["config"]))
+  assert m.get("resumed_from_step") == resumed and m["config_hash"] == results.config_hash(schema.from_json(m["config"]))
   old = {k: v for k, v in m.items() if k not in ("trained_on", "matmul_precision")}
   (tmp_path / "runs").mkdir()
   (tmp_path / "runs" / committed.name).write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
