@@ -48,6 +48,7 @@ def test_seeds_to_decide_is_the_fewest_seeds_with_80_percent_power_by_the_noncen
   assert significance.seeds_to_decide(-0.75, 2.80, "matches", 1.0) is None  # within ±1 at this spread: past 100 seeds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relation,tolerance", [("beats", 0.0), ("matches", 1.0)])
 def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tolerance):
   # A family unpaired by design: p < 0.05 exactly when Welch's interval decides the verdict, the

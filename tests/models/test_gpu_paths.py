@@ -224,6 +224,7 @@ def _scan_case(name, loop):
 
 
 @pytest.mark.parametrize("name", list(SCAN_CASES))
+@pytest.mark.slow
 def test_a_scanned_encoder_computes_what_the_unrolled_one_computes(name):
   """The same parameters (layer_loop does not change the tree or the initialisation), the same
   value and gradients, every array within float32 rounding (1e-5 relative)."""

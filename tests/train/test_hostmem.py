@@ -113,6 +113,7 @@ print(*faults)
 
 
 @linux
+@pytest.mark.slow
 def test_the_tunables_reach_the_temporaries_of_a_jitted_program():
   default, tuned = _faults(_FAULTS)
   # With glibc's defaults XLA's temporary is mapped afresh at every call. With the tunables, calls

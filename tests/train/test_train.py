@@ -67,6 +67,7 @@ def test_mone_finetunes_from_matvit(tmp_path):
   assert float(params["alpha"]) == 0.0 and "router_0" in params
 
 
+@pytest.mark.slow
 def test_one_device_eight_devices_and_fsdp_agree(tmp_path):
   """Data parallel over 8 devices, and FSDP (parameters and optimizer state split over them),
   train as one device does."""

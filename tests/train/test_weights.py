@@ -1,9 +1,12 @@
 """Every run of the ten-seed plan commits its final parameters (results/weights/<run file>.npz), so
 that a later analysis evaluates it without retraining: read back, they give the run's accuracy."""
+import pytest
+
 from mone import results
 from mone.chapters import experiments, plan
 
 
+@pytest.mark.slow
 def test_a_committed_weights_file_reproduces_its_runs_accuracy_exactly_on_the_cpu():
   from mone.data import sources
   from mone.train import evaluation, steps
