@@ -1,32 +1,16 @@
 """Analytic forward FLOPs, counting one multiply-accumulate as one FLOP (as the paper does).
 
-Counted: patch embedding, every projection (QKV, attention output, MLP in/out), the two
-attention matmuls (QK^T and AV, always at full width D over all N tokens), routers and the
-classifier. Not counted: LayerNorm, softmax, GELU, biases and residual adds (O(N D) each,
-under 2% of the total for the paper's models). With these rules ViT-S/16, B/16 and L/16
-at 224 px with a 21,843-way head come to 4.6, 17.5 and 61.3 GFLOPs (paper: 4.6, 17.6, 61.7).
+Counted: patch embedding, every projection (QKV, attention output, MLP in/out), the two attention
+matmuls (QK^T and AV, always at full width D over all N tokens), routers and the classifier. Not
+counted: LayerNorm, softmax, GELU, biases and residual adds (O(N D) each, under 2% of the total for
+the paper's models). With these rules ViT-S/16, B/16 and L/16 at 224 px with a 21,843-way head come
+to 4.6, 17.5 and 61.3 GFLOPs (paper: 4.6, 17.6, 61.7), ViViT-B/16x2 FE on SSv2 to 374.0 (paper:
+376.3); `_vivit_macs` explains the video numbers.
 
 For MoNE the token counts per expert are the exact static counts EPR uses
-(`mone.capacity.expert_counts`), so the number is what the model really executes. Which
-tokens each block processes, and at which width, is the model kind's to say
-(`mone.models.kinds.Kind.layers`); this module counts the multiply-accumulates.
-
-Videos (a `ViViTConfig`, `mone.models.vivit`; numbers are per clip, so "8x1" evaluation costs 8x):
-the t x p x p tubelet embedding, T' spatial passes of `depth` blocks over N + 1 tokens
-(the spatial CLS token is one extra token at full width D, also under MoNE and MatViViT;
-attention over all N + 1), T' x N x D x E per router, `temporal_depth` dense blocks over
-T' + 1 tokens, and the classifier on the temporal CLS token. ViViT-B/16x2 FE with 32
-frames comes to 283.3 GFLOPs at 224 px / 400 classes (Kinetics-400) and 374.0 at 256 px /
-174 classes (SSv2; paper: 376.3, -0.6%). MoNE on SSv2 at Table 1's e_c = 0.4 comes to
-164.1 (paper: 162.8, +0.8%). EPR's integer token counts make the cost a step function of
-e_c: e_c in [0.394, 0.396] gives 162.4 and [0.397, 0.400] gives 164.1, so 162.8 falls
-between two steps and e_c = 0.4 is the paper's setting. The spatial transformer is 98%
-of the dense clip; the CLS token adds 1.4 GFLOPs per clip, the embedding 4.8.
-Blocks are counted whole, although only the spatial CLS token leaves the spatial
-transformer: JAX drops the last spatial block's patch-token attention-output projection
-and MLP as dead code (21.7 GFLOPs of the dense SSv2 clip, 8.6 of MoNE at e_c = 0.4), so
-the executed work is that much lower. Whole blocks are the published convention: without
-them the dense clip would be 352.3, 6% under the paper's 376.3.
+(`mone.capacity.expert_counts`); which tokens each block processes, at which width, is the model
+kind's to say (`mone.models.kinds.Kind.layers`). A video's numbers are per clip ("8x1" evaluation
+costs 8x).
 """
 from mone.models import kinds
 from mone.models.config import ViTConfig, ViViTConfig
@@ -55,6 +39,14 @@ def _embed_head_macs(cfg: ViTConfig):
   return cfg.num_tokens * cfg.patch_size ** 2 * cfg.channels * cfg.width + cfg.width * cfg.num_classes
 
 
+# ViViT-B/16x2 FE, 32 frames: 283.3 GFLOPs at 224 px / 400 classes (Kinetics-400), 374.0 at 256 px /
+# 174 classes (SSv2; paper 376.3, -0.6%); MoNE on SSv2 at Table 1's e_c = 0.4: 164.1 (paper 162.8,
+# +0.8%). EPR's integer token counts make the cost a step function of e_c (162.4 on [0.394, 0.396],
+# 164.1 on [0.397, 0.400]), so 162.8 falls between two steps and 0.4 is the paper's setting. The
+# spatial transformer is 98% of the dense clip, the CLS token 1.4 GFLOPs, the embedding 4.8. Blocks
+# are counted whole, the published convention, though JAX drops the last spatial block's
+# patch-token out-projection and MLP as dead code (21.7 GFLOPs of the dense SSv2 clip, 8.6 of MoNE's
+# at e_c = 0.4): without them the dense clip would be 352.3, 6% under the paper's 376.3.
 def _vivit_macs(cfg: ViViTConfig, layers) -> int:
   """One clip of the ViViT factorised encoder: T' spatial passes over N + 1 tokens (the
   spatial CLS token always at width D), one temporal pass over T' + 1 tokens at D."""

@@ -2,32 +2,23 @@
 
   python scripts/check_book.py            # after `make book`; `make book-check` does both
 
-For each page that book/_toc.yml lists, served from book/_build/html by a loopback HTTP server
-that this script starts and stops:
-  - it has a <title> and an <h1>;
-  - nothing in it points at the internet (<script src>, <link href>, <img src>, ... and the CSS
-    under _static), and at view time Chromium requests nothing outside 127.0.0.1 (its network
-    log is read back; any other host is also made unresolvable, so the check sees what an
-    offline reader sees);
-  - every request the page made to the server succeeded (a 404 is a missing asset);
-  - every <img> loaded in the browser (decoded, naturalWidth > 0) and its file is a valid
-    PNG/SVG/JPEG/GIF; a notebook chapter shows at least as many images as its executed
-    notebook has image outputs;
-  - where the page has math, MathJax typeset every formula, with no TeX error;
-  - the browser console shows no uncaught JavaScript error and no MathJax complaint;
-  - a chapter opens with its verdict table, before any code cell, and shows no stderr output;
-  - every figure is shown at no less than MIN_FIGURE_SCALE of its pixel width (readable at page size).
-Then it screenshots the landing page to results/book_landing.png.
+Each page book/_toc.yml lists is served from book/_build/html by a loopback server this script
+starts, every other host unresolvable, so the check sees what an offline reader sees. A page must
+have a <title> and an <h1>; point at and request nothing outside 127.0.0.1 (its HTML, the CSS under
+_static, Chromium's network log); get every request answered; show every <img> as a valid image at
+no less than MIN_FIGURE_SCALE of its pixel width (a notebook chapter as many as its notebook's image
+outputs); typeset every formula (MathJax) with no JavaScript error or MathJax complaint; and, for a
+chapter, open with its verdict table, before any code cell, showing no stderr output.
 
-Uses the standard library, PyYAML (in both venvs) and a Chromium binary (`apt-get install
-chromium`; override with $CHROMIUM). Exits 1 listing every failure, 2 if it cannot run at all.
-The checks of the HTML files are in book_pages.py, the server and Chromium in book_browser.py.
+Then it screenshots the landing page to results/book_landing.png. Needs PyYAML and Chromium
+(`apt-get install chromium`, or $CHROMIUM); exits 1 listing every failure, 2 if it cannot run.
 """
 import argparse
 import pathlib
 import sys
 
 # Its modules sit beside it: importable when run as a script and when loaded by path (tests).
+# book_pages holds the checks of the HTML files, book_browser the server and Chromium.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import book_browser  # noqa: E402
 import book_pages  # noqa: E402

@@ -1,43 +1,17 @@
-"""Trains the recalibrated small profile's runs (`mone.chapters.plan.runs`) one at a time, in
-plan order (or the longest first: --order longest), skipping those whose run file exists; a
-killed queue resumes its current run from its checkpoints when started again. Commit each
-finished run file as it lands, and the weights it saves under results/weights/: every final
-parameter of a run of the ten-seed plan (`plan.keeps_weights`), the router's inputs of the other
-MoNE runs (`plan.keeps_router_weights`).
+"""Trains the small profile's runs (`mone.chapters.plan.runs`) in plan order (--order longest:
+longest first), skipping finished ones and resuming a killed one from its checkpoints. Commit each
+run file as it finishes, with the weights it saves under results/weights/.
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
   mkdir -p $HOME/mone-cache && MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
   .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
-
-On a GPU machine, tiny runs leave the GPU mostly idle, so several processes share it: with
-`--workers 8` on one H200 (16 host cores) each digits64 run trains at about 2,700 examples/s,
-8 at once (one alone: 7,600), so eight 8,000-step runs take about 6 minutes together (data,
-compilation and evaluation included). Each worker takes the next run no other worker holds
-(`claim`); a killed worker's run resumes from its checkpoints as on a CPU. On a GPU the runs' float32 matmuls are at
-precision "highest", full float32 as the CPU computes them (JAX's GPU default may use TF32);
-MONE_MATMUL_PRECISION overrides it (`matmul_precision`), and every run file records it.
-The repository's seed plan trains on the CPU (its amendment: every paired difference the chapters
-read is between two CPU runs), so on a GPU the queue refuses it (`seed_plans.trains_on`) unless told
---allow-gpu. A results folder of one's own holds no plan and trains anywhere, e.g. the whole
-profile retrained on one GPU:
-
-  MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \
+  .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores [--twins]  # a worker a core; --twins: CPU twins (plan.TWINS)
+  MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
-On a small CPU, one worker per core trains more steps than one worker on all of them: XLA:CPU
-splits these small ops poorly across threads. On the 2-core CPU (digits64, batch 64), two workers
-pinned to a core each took 505 and 521 ms a step for MoNE e_c=0.4 against 346 ms for one process on
-both cores (1.35x the steps together), and 702 and 749 ms against 429 for the dense ViT (1.18x).
-A run's last bits depend on its thread count, as on another machine; each run file records the
-cores it used (`device.cores_used`).
-
-  .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores
-
-The seed plan's amendment (mone.chapters.plan.TWINS) retrains on the CPU every headline run of the
-first seeds that trained on a GPU, and the single-seed studies that did (`plan.study_twin_runs`);
-`--twins` trains those, into results/device_twins/cpu/:
-
-  .venv/bin/python scripts/train_queue.py --twins --workers 2 --pin-cores
+Workers share a GPU or a CPU's cores, each taking the next free run (`claim`). On a GPU float32
+matmuls run at "highest" (`matmul_precision`), and the seed plan, which trains on the CPU, is refused
+without --allow-gpu; a results folder of one's own (MONE_RESULTS_DIR, as above) trains anywhere.
 """
 import sys
 
@@ -138,6 +112,11 @@ def longest_first(runs: list, seconds: list) -> list:
   return [runs[i] for i in sorted(range(len(runs)), key=lambda i: -key[i])]
 
 
+# On a small CPU one worker per core trains more steps than one on all cores: XLA:CPU splits these
+# small ops poorly across threads. On the 2-core CPU (digits64, batch 64) two pinned workers took 505
+# and 521 ms a step for MoNE e_c=0.4 against 346 ms for one process on both cores (1.35x the steps
+# together), 702 and 749 ms against 429 for the dense ViT (1.18x). A run's last bits depend on its
+# thread count, as on another machine; each run file records its cores (`device.cores_used`).
 def start_worker(command: list[str], core: int | None, **popen) -> subprocess.Popen:
   """Starts a worker process, on CPU core `core` alone when given: the affinity is set before the
   worker starts, so XLA:CPU sizes its thread pool by it."""
@@ -202,6 +181,8 @@ def main():
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   args = ap.parse_args()
   gpu = jax_may_use_gpu(os.environ)
+  # Tiny runs leave a GPU mostly idle: on one H200 (16 host cores) each of 8 workers trains a digits64
+  # run at about 2,700 examples/s (one alone: 7,600), eight 8,000-step runs in about 6 minutes together.
   if args.workers is None:
     args.workers = 8 if gpu else 1
   if precision := matmul_precision(os.environ, gpu):

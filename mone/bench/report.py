@@ -5,25 +5,12 @@ process that fits one call of a lent GPU machine (8 minutes on an H100, compilat
   make gpu-report                       # on the lent GPU machine, with its own python3:
   make gpu-report PY_REPORT=python3 REPORT_ARGS="--json $OUT/gpu-report.json"
 
-This module is the runner. It runs the plan (`mone.bench.groups`) one group at a time: the
-correctness check (`correctness`), the timing groups (`rows`), the per-operation summary (`ops`);
-it keeps compiled runners for the later groups that reuse them, reads the targets (`targets`) and
-writes the summary (`summary`). --groups runs a subset (e.g. what a first call had to skip),
---switches flips only the switches named (`switches`).
-
-Budget: before each group and each compilation the elapsed time is checked against --budget-s;
-work that would not fit is recorded as "skipped: budget" instead of being started. A watchdog
-ends the process at --hard-limit-s (default budget + 30 s; both count from the report's start,
-after imports), recording what it was doing (e.g. a compilation that never finished). The JSON
-is written atomically after every group, so a killed run still leaves everything it measured.
-One progress line per group goes to stdout; the summary is printed last. --tiny runs the same
-code paths on the CPU with tiny models, 2 repetitions: a check of the machinery, not a measurement.
-
-The JSON (default results/bench/gpu-report-<device>.json; .cache/bench/ with --tiny):
-machine, versions (jax, jaxlib, flax, ...), code (git commit, '+dirty'), matmul_precision,
-switches (each with whether and how it is switchable here), plan and groups (status and
-elapsed seconds of each), correctness, rows (one per timed or skipped contender), op_summary,
-targets, summary, complete, elapsed_s, aborted.
+This module is the runner: it runs the plan (`mone.bench.groups`) a group at a time (`correctness`,
+the timing `rows`, the per-operation `ops`), reads the `targets` and writes the `summary`. Work that
+would not fit --budget-s is recorded as "skipped: budget"; a watchdog ends the process at
+--hard-limit-s, recording what it was doing. The JSON (results/bench/gpu-report-<device>.json) is
+written atomically after every group, so a killed run keeps all it measured. --tiny runs the same
+code on the CPU with tiny models: a check of the machinery, not a measurement.
 """
 import dataclasses
 import os
@@ -69,6 +56,7 @@ class Report:
     self.budget_s = float(args.budget_s)
     if self.budget_s <= 0:
       raise ValueError(f"--budget-s must be > 0 seconds, got {args.budget_s}")
+    # The budget and the hard limit both count from the report's start, after imports.
     self.hard_limit_s = args.hard_limit_s if args.hard_limit_s is not None else (None if self.tiny else self.budget_s + 30)
     self.reps = args.reps if args.reps is not None else (2 if self.tiny else 10)
     self.dtype = jnp.bfloat16

@@ -1,41 +1,17 @@
 """The paper's claims as data, and the one place their verdicts are decided.
 
-Every chapter tests a few of the paper's claims and writes them, one JSON object each, to
-`results/<chapter>/claims.json` (`write`, `load`). The book's pages are rendered from those files
-(`mone.chapters.verdicts`, `mone.chapters.pages`), so no verdict is typed twice.
+Each chapter writes its claims, one JSON object each, to `results/<chapter>/claims.json` (`write`,
+`load`); the book's pages are rendered from those files (`mone.chapters.verdicts`, `.pages`), so no
+verdict is typed twice. One function decides each kind of evidence: `trained` (a t-based 95%
+interval of MoNE minus the baseline over seeds, judged by `stats.decide`; inconclusive below
+`MIN_SEEDS`), `arithmetic` (a computed number against the paper's, within a tolerance) and `timing`
+(a measurement against a target, inconclusive within the run-to-run noise, `margin`). `not_testable`
+records a claim this profile cannot test; `at_flops` reads a baseline's accuracy-FLOPs curve at
+MoNE's FLOPs, interpolating only where the curve brackets them.
 
-A claim is decided by one of three functions, one per kind of evidence:
-
-* `trained`: a comparison between trained models over seeds: a t-based 95% confidence
-  interval of MoNE minus the baseline, and with fewer than `MIN_SEEDS` seeds the verdict is
-  "inconclusive", whatever the point estimate. The interval is paired (the per-seed
-  differences, `stats.paired_ci`) or unpaired (Welch's, `stats.welch_ci`) as the claim's family
-  is designed (`PAIRING`, below), never as the numbers would decide it; the interval decides by
-  the claim's relation ("matches", "no_worse" or "beats": `stats.decide`).
-* `arithmetic`: a number computed without training (a FLOP count, a capacity), compared with
-  the paper's within a tolerance.
-* `timing`: a wall-clock measurement against a target, inconclusive within the run-to-run
-  noise (`margin`) of one benchmark run.
-
-Paired or unpaired, by design. Pairing by seed is justified where a seed gives both arms what
-they share: the same data order (`mone.data.pipeline.train_batches` draws batches from the seed
-and the step alone) and the same initial weights for every parameter both have (a Flax model
-draws a parameter from the seed and its path), or where both quantities are measured on the same
-trained model. A paired interval is valid whatever the arms' correlation; it gains where they
-correlate. Welch's interval assumes independent arms, which holds only where a seed shares
-nothing between them. `PAIRING` states the choice and its reason for each family of claims (an
-id prefix), and `trained` records both (`test`, `test_why`) with, where it has both arms, their
-values per seed and their correlation across seeds (`arm_correlation`, for information: it
-decides nothing). tests/chapters/test_claims.py and tests/chapters/test_significance.py check the premises: the
-initial weights of every pair of model kinds compared, and the batch order. A pair trained on
-two devices keeps both premises but not the arithmetic: a run retrained on another device
-differs from its original about as much as a run at another seed (`mone.chapters.devices`), so
-there pairing gains little, though the paired interval stays valid; `plan.reading` reads a run's
-CPU twin where the single-device reading is in force.
-
-`not_testable` records a claim this profile cannot test, with the reason. Baselines with an
-accuracy-FLOPs curve are compared at MoNE's FLOPs with `at_flops`, which interpolates only
-where the curve brackets the point (no extrapolation).
+The interval is paired by seed or Welch's as the claim's family is designed (`PAIRING`, with the
+premises), never as the numbers would decide; `trained` records the test, its reason and the arms'
+correlation, which decides nothing.
 """
 import json
 import math
@@ -77,9 +53,18 @@ def _claim(id, claim, paper, measured, kind, n_seeds, ci95, tolerance, verdict, 
                   "n_seeds": n_seeds, "ci95": ci95, "tolerance": tolerance, "verdict": verdict, **extra})
 
 
-# Paired or Welch, per family of claims (the longest id prefix that matches), by design; see the
-# module doc. A claim of no family here is paired: its caller pairs the seeds (a test checks that
-# every chapter's claims belong to a family).
+# Paired or Welch, per family of claims (the longest id prefix that matches), by design. Pairing by
+# seed is justified where a seed gives both arms what they share: the same data order
+# (`mone.data.pipeline.train_batches` draws batches from the seed and the step alone) and the same
+# initial weights for every parameter both have (Flax draws a parameter from the seed and its path),
+# or where both quantities are measured on the same trained model. A paired interval is valid
+# whatever the arms' correlation and gains where they correlate; Welch's assumes independent arms.
+# tests/chapters/test_claims.py and test_significance.py check the premises. A pair trained on two
+# devices keeps them, but a run retrained on another device differs about as much as another seed
+# (`mone.chapters.devices`), so pairing gains little there (the interval stays valid); `plan.reading`
+# reads a run's CPU twin where the single-device reading is in force.
+# A claim of no family here is paired: its caller pairs the seeds (a test checks that every
+# chapter's claims belong to a family).
 _SAME_SEED = ("the same seed gives both arms the same data order and identical initial weights for every "
               "parameter they share (tested)")
 _WITHIN = ("paired", "both quantities are measured on the same trained model and evaluation data of each seed")

@@ -6,14 +6,12 @@ file written outside a notebook.
   claims OUT --compare OLD_RESULTS [--kind K] [--compare-figure PNG --labels BEFORE AFTER]
                                                             the verdicts that changed between two results folders
   devices OUT                                               the device-effect page (book/devices.md)
-  headlines                                                 every headline claim of the landed runs
+  headlines                                                 every headline claim of the finished runs
   calibration [--name NAME] [--kind KIND] [--figure]        the calibration tables of a config's runs
   seed-plan OUT [--amend | --ten]                           a pre-registered seed plan, as JSON
 
 Each command reads the committed results (or $MONE_RESULTS_DIR, or --results) and rewrites a file
-only where its text changes, so a rerun leaves every file untouched. `make figures` runs the first
-two and `devices`; `make book-html` the first, in the book's environment, which has no training
-stack: nothing here imports one.
+only where its text changes. Nothing here imports a training stack: the book's environment has none.
 """
 import argparse
 import json

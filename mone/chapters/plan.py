@@ -1,21 +1,16 @@
 """The runs of the recalibrated small profile, in the order to train them, and which of them the
 chapters read.
 
-Retraining the small profile is about a hundred CPU-hours on 2 cores (a dense `digits64` run of
-8,000 steps takes about an hour), so it spans days and restarts: `scripts/train_queue.py` trains
-these runs in this order, skipping finished ones and resuming a killed one from its checkpoints
-(on 2 cores, `--workers 2 --pin-cores` trains two side by side, one core each, faster in total
-than one run on both).
+Retraining the small profile takes about a hundred CPU-hours on 2 cores (a dense `digits64` run of
+8,000 steps about an hour), so it spans restarts: `scripts/train_queue.py` trains these runs in this
+order, skipping finished ones and resuming a killed one. Headline comparisons come first, one seed
+at a time (seed 0 gives every headline figure a first answer; seeds 1 and 2 make the claims
+decidable, the seed plan's EXTRA_SEEDS decide them from five); single-seed studies come last, the
+costliest (isoFLOPs) at the very end.
 
-The order puts the headline comparisons first, one seed at a time (seed 0's runs give every
-headline figure a first, single-seed answer; seeds 1 and 2 then make the claims decidable, and
-the seed plan's EXTRA_SEEDS decide them from five); single-seed studies come last, the costliest
-(isoFLOPs) at the very end.
-
-The configs are those the chapters ask for: `profiles.image_config('small')` and
-`video_config('small', task)` start from the same recipes (a test checks that they agree). The
-plans that added seeds, as written before their runs trained, are `mone.chapters.seed_plans`; how
-long the runs take, `mone.chapters.run_times`.
+The configs are those the chapters ask for (`profiles.image_config('small')`, `video_config('small',
+task)`; a test checks that they agree). The seed plans, as written before their runs trained, are
+`mone.chapters.seed_plans`; how long the runs take, `mone.chapters.run_times`.
 """
 import functools
 from pathlib import Path

@@ -1,21 +1,15 @@
 """Plotting helpers the chapters share: one theme, one colour per model, and the seed spreads,
 with the accuracy figures drawn from them (Figures 3 to 5, Table 1, learning curves).
 
-Every figure of the book is drawn in one theme (`theme`: seaborn's whitegrid on its colourblind
-palette) and gives each model one colour in every chapter (`MODEL_COLORS`, looked up by
-`model_color` from the labels the chapters use): MoNE is always vermillion, the dense ViT (ViViT)
-black, MatViT (MatViViT) blue. Where seeds of one model are told apart, each is a shade of the
-model's colour (`seed_color`); Figure 5's MoNE models, one per training capacity, are shades of a
-warm ramp (`capacity_color`).
-
-The statistics are seaborn's, drawn from a tidy table with one row per seed and point
-(`points_frame`): a mean over seeds with the seeds' range as a bar, the seeds themselves as dots.
-The functions take plain data (dicts, lists of dicts), so they are tested without training. The
-routers' figures are `mone.chapters.router_plots`; the claims' own, `mone.chapters.claim_plots`.
-
-The small profile's models cost around 10 MFLOPs per image, so an axis in GFLOPs gets a `1e-2`
-offset that a reader has to multiply in; `flops_unit` picks the unit that makes the numbers
-readable.
+Every figure is drawn in one theme (`theme`: seaborn's whitegrid, colourblind palette) and gives
+each model one colour in every chapter (`MODEL_COLORS`, `model_color`): MoNE vermillion, the dense
+ViT (ViViT) black, MatViT (MatViViT) blue; seeds of one model are shades of its colour
+(`seed_color`), Figure 5's training capacities shades of a warm ramp (`capacity_color`). The
+statistics are seaborn's, from a tidy table of one row per seed and point (`points_frame`): the
+mean over seeds with the seeds' range as a bar, the seeds as dots. The functions take plain data,
+so they are tested without training. `flops_unit` picks an axis unit a reader need not multiply in
+(the small profile's models cost ~10 MFLOPs). The routers' figures are `mone.chapters.router_plots`,
+the claims' `mone.chapters.claim_plots`.
 """
 import numbers
 import textwrap

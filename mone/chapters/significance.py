@@ -1,22 +1,16 @@
 """How strong each trained verdict is: its p-value, a family-wise verdict over every trained
 claim, and how many seeds would decide it.
 
-`mone.chapters.claims` decides a trained claim from a two-sided 95% t-interval of MoNE minus the
-baseline: paired (the per-seed differences: standard error s / sqrt(n), n - 1 degrees of freedom)
-or, where the claim's family is unpaired by design (`claims.PAIRING`), Welch's (the two arms'
-standard errors, Welch-Satterthwaite degrees of freedom); `interval` gives either. Each p-value is
-the one of the test that interval performs (`stats.interval_p_value`), so that p < 0.05 exactly
-when the interval gives the verdict.
+Each p-value is that of the test the claim's 95% t-interval performs (`interval`: paired, or Welch's
+as `claims.PAIRING` says; `stats.interval_p_value`), so p < 0.05 exactly when the interval gives the
+verdict. Twenty-odd claims at 95% each would hold about one false verdict by chance, so `annotate`
+controls the family-wise error at 5% over every trained claim with a p-value (Holm's step-down,
+`stats.holm`): `verdict_familywise` keeps a verdict where Holm keeps its test, else it is
+inconclusive; the book shows both.
 
-Twenty-odd trained claims tested at 95% each would hold about one false verdict by chance.
-`annotate` controls the family-wise error at 5% over every trained claim of every chapter with a
-p-value (Holm's step-down, `stats.holm`); `verdict_familywise` keeps a claim's verdict where Holm
-keeps its test, else it is inconclusive. The per-claim verdicts are unchanged: the book shows both.
-
-`seeds_to_decide` is a power estimate: the fewest paired seeds (per arm for Welch's; from 3 to
-MAX_SEEDS) at which the same 95% t-interval decides the claim the way its mean points
-(`claims.would_decide`) with probability POWER (80%), if the mean and spread it shows were the
-truth: estimated by simulating sets of seeds (`power`); None past MAX_SEEDS.
+`seeds_to_decide` estimates power: the fewest paired seeds (per arm for Welch's; 3 to MAX_SEEDS, else
+None) at which that interval decides the claim the way its mean points (`claims.would_decide`) with
+probability POWER (80%), simulating seeds from the mean and spread it shows (`power`).
 """
 import functools
 import json

@@ -1,32 +1,16 @@
 """The statistics behind every trained verdict: t-based confidence intervals (paired, or Welch's
 for independent arms), the verdict an interval gives against a tolerance region, the p-value of
-the test it performs, and Holm's family-wise procedure.
-
-Plain numbers in, plain numbers out: a claim record, its kinds and its pairing by design are
-`mone.chapters.claims`; the p-values, family-wise verdicts and power of the book's claims are
-`mone.chapters.significance`.
+the test it performs, and Holm's family-wise procedure. Plain numbers in, plain numbers out: claim
+records are `mone.chapters.claims`, the book's p-values and power `mone.chapters.significance`.
 
 An interval of MoNE minus the baseline is judged by one of three relations (`RELATIONS`, `decide`):
-
-* "matches": reproduced when the CI lies inside [-tolerance, +tolerance];
-* "no_worse": reproduced when the CI lies above -tolerance ("without any accuracy drop");
-* "beats": reproduced when the CI excludes 0 in MoNE's favour.
-
-Not reproduced when the CI rules the claim out (it lies entirely outside the region; for "beats",
-when it rules out any advantage larger than the tolerance), inconclusive otherwise.
-
-The p-value of each relation is the one of the test its interval performs, so that p < 0.05
-exactly when the two-sided 95% interval gives the verdict (T is Student's t with the interval's
-degrees of freedom, t(x) = (mean - x) / se; `interval_p_value`):
-
-* "beats": p = 2 P(T >= t(0)); ruled out (the CI lies below the tolerance): p = 2 P(T <= t(tolerance)).
-* "no_worse": p = 2 P(T >= t(-tolerance)); ruled out: p = 2 P(T <= t(-tolerance)).
-* "matches": two one-sided tests, p = the larger of 2 P(T >= t(-tolerance)) and 2 P(T <= t(tolerance));
-  ruled out when the CI lies wholly outside: the smaller of 2 P(T <= t(-tolerance)) and 2 P(T >= t(tolerance)).
-
-A claim that is not reproduced gets the p of the test that ruled it out; any other (reproduced,
-or inconclusive) the p of the test that would reproduce it. The factor 2 makes each one-sided
-test one half of the two-sided 95% interval, as the verdicts use it.
+"matches" is reproduced when the CI lies inside [-tolerance, +tolerance], "no_worse" when it lies
+above -tolerance ("without any accuracy drop"), "beats" when it excludes 0 in MoNE's favour. Not
+reproduced when the CI rules the claim out (lies wholly outside the region; for "beats", rules out
+any advantage larger than the tolerance), inconclusive otherwise. `interval_p_value` is the p of the
+test the interval performs (each one-sided test at twice its tail; "matches" two of them), so that
+p < 0.05 exactly when the 95% interval gives the verdict: a claim not reproduced gets the p of the
+test that ruled it out, any other the p of the test that would reproduce it.
 """
 import math
 
@@ -138,6 +122,10 @@ def interval_p_value(mean: float, se: float, df: float, relation: str, tolerance
   a verdict (see the module doc)."""
   if relation not in RELATIONS:
     raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
+  # T: Student's t with the interval's df; t(x) = (mean - x) / se. "beats": 2 P(T >= t(0)), ruled out
+  # 2 P(T <= t(tol)); "no_worse": 2 P(T >= t(-tol)), ruled out 2 P(T <= t(-tol)); "matches": two
+  # one-sided tests, the larger of 2 P(T >= t(-tol)) and 2 P(T <= t(tol)), ruled out the smaller of
+  # 2 P(T <= t(-tol)) and 2 P(T >= t(tol)). The 2 makes each one half of the two-sided 95% interval.
   T = scipy.stats.t(df)
   above = lambda x: min(1.0, 2 * float(T.sf(_t(mean, se, x))))   # the CI lies above x
   below = lambda x: min(1.0, 2 * float(T.cdf(_t(mean, se, x))))  # the CI lies below x

@@ -1,35 +1,16 @@
-"""Moving-digit clips: the embedded, offline stand-ins for Kinetics-400 and SSv2.
+"""Moving-digit clips: the embedded, offline stand-ins for Kinetics-400 and SSv2 (Sec. 5).
 
-Two tasks mirror the paper's two video datasets (Sec. 5):
+* 'appearance' (Kinetics-400-like): one whole handwritten digit bounces around the canvas among
+  moving clutter (fragments of other digits); the label is its class: any single frame answers it,
+  and only the digit's tokens matter.
+* 'temporal' (SSv2-like): two digits, each in a fixed window in its own half of the canvas, scroll
+  vertically through their windows like film strips, one during the first half of the clip, then
+  the other. Label = which side scrolls first x its direction x the second's direction (8 classes).
+  Each digit scrolls through its whole window, from a uniformly random start, in half the clip, so
+  every label gives the same multiset of frames: only their order carries it (`_temporal_clips`).
 
-* 'appearance' (Kinetics-400-like): one whole handwritten digit bounces around the
-  canvas among moving clutter (small fragments of other digits); the label is its
-  class. Any single frame answers it, and only the digit's tokens matter.
-* 'temporal' (SSv2-like): two digits, each in a fixed window in its own half of the
-  canvas, scroll vertically through their windows like film strips (rows leaving at
-  the bottom re-enter at the top), one after the other: the first during the first
-  half of the clip while the other waits, then the other. Label = which side scrolls
-  first (2) x its direction (up/down) x the second one's direction = 8 classes; digit
-  identity is irrelevant.
-
-  Why no single frame (nor any bag of frames) can answer 'temporal': a digit scrolls
-  s / h rows per frame (window height s, h = num_frames / 2), so the first one comes
-  full circle, back to where it started, when the other sets off. The start offset is
-  uniformly random, so every frame shows both digits at uniformly random offsets
-  whatever the label; and each scrolls through the same h offsets, up or down, while
-  the other waits at its start, so the multiset of frames is the same for all 8 labels
-  given the nuisance (digits, windows, colours, start offsets, clutter): only the order
-  of the frames carries the label. The clutter is static because moving clutter would
-  act as a clock and let a frame-order-invariant model sort the frames. (Moving the
-  digits across a bounded canvas instead would give direction away near the edges,
-  and wrapping them round the whole canvas takes steps too large for a tubelet.)
-  Caveat: a 2-frame tubelet sees one step, hence that digit's direction, but a bag of
-  tubelets still cannot tell which side moved first (it is at chance 1/2 there).
-
-Train clips draw every digit (and every clutter fragment) from
-`mnist_pool('train')`, test clips from `mnist_pool('test')`, validation clips from
-`mnist_pool('val')`; a training set made with holdout_val=True leaves the validation
-pool's digits out, so validation digits are never seen in training either.
+Train, test and validation clips draw every digit and clutter fragment from `mnist_pool('train')`,
+`mnist_pool('test')` and `mnist_pool('val')`; holdout_val=True keeps validation digits out of training.
 """
 import functools
 
@@ -162,6 +143,15 @@ def _temporal_clips(rng, sprites, labels, num_frames, image_size, phase0=None):
   clutter_pos = rng.integers(0, image_size - s // 2 + 1, (NUM_CLUTTER["temporal"], num, 1, 2))
   clutter_colours = _colours(rng, NUM_CLUTTER["temporal"] * num)
 
+  # Why no single frame, nor any bag of frames, answers 'temporal': a digit scrolls s / h rows a frame,
+  # so the first is back at its start when the other sets off. With uniformly random start offsets
+  # every frame shows both digits at uniformly random offsets whatever the label, and each digit runs
+  # through the same h offsets, up or down, while the other waits: given the nuisance (digits,
+  # windows, colours, offsets, clutter) the multiset of frames is the same for all 8 labels. Moving
+  # clutter would act as a clock; moving the digits across a bounded canvas would give direction away
+  # near its edges, and wrapping them round the whole canvas takes steps too large for a tubelet. A
+  # 2-frame tubelet sees one step (that digit's direction), but a bag of tubelets cannot tell which
+  # side moved first (chance, 1/2).
   first_right, up1, up2 = temporal_factors(labels)
   t = np.arange(num_frames)
   steps1 = np.minimum(t, h)[None] * (1 - 2 * up1[:, None])  # [num, T]; back at start at t = h

@@ -1,52 +1,16 @@
 """The nested MLP as one Pallas kernel: a block's MLP with its [tokens, 4D] hidden layer kept on chip.
 
-What it computes. A d-wide nested expert's MLP in `mone.models.layers.Block` is
+`nested_mlp` computes a d-wide nested expert's MLP in `mone.models.layers.Block`, gelu(x @ w1 + b1)
+@ w2 + b2 with w1 = mlp1_kernel[:d, :], w2 = mlp2_kernel[:, :d], hidden width M = 4D for every d
+(Sec. 3.1) and the exact erf `gelu` defined here. XLA writes each token's M hidden activations to
+device memory and reads them back, M/d times the token's own traffic (4 at full width, 32 at
+d = D/8); the kernel loops over the hidden layer in chunks per tile of tokens, adding each chunk's
+share of the out-projection into a float32 [tile, d] accumulator: the hidden layer stays on chip.
 
-    y = gelu(x @ w1 + b1) @ w2 + b2      x [T, d], w1 [d, M], b1 [M], w2 [M, d], b2 [d]
-
-with w1 = mlp1_kernel[:d, :] and w2 = mlp2_kernel[:, :d] (the sliced in- and out-projections)
-and a hidden width M = 4D whatever d is (Sec. 3.1). `nested_mlp` returns that, with the exact
-(erf) GELU the block uses (`gelu`, defined here), for any leading shape of x.
-
-Why. XLA runs the expression as two matmuls with the bias and GELU fused around them: every
-token writes its M-wide hidden activations to device memory and reads them back, at least 2 M
-values per token in the forward pass against 2 d for its input and output: M/d times the
-token's own traffic, 4 for the full-width expert, 32 for MoNE's narrowest (d = D/8). The kernel
-takes a tile of tokens at a time (the grid), loops over the hidden layer in chunks, and for each
-chunk computes the in-projection, the bias and GELU, and that chunk's share of the out-projection
-into a float32 [tile, d] accumulator: the hidden activations never leave the chip.
-
-On a CUDA GPU it lowers through Pallas's Triton backend (selected by
-`jax.experimental.pallas.triton.CompilerParams`; JAX 0.10 otherwise defaults to Mosaic GPU).
-On the CPU it runs in interpret mode (`interpret=True`): the same kernel evaluated by XLA as a
-loop over the grid, slow, for tests. Triton's constraints, and how they are met here:
-
-- every array a kernel loads, computes or stores has a power-of-two number of elements: the
-  token tile and the hidden chunk are powers of two, and d, which is not (the paper's widths are
-  3 x 2^k: 96, 192, 384, 768 for ViT-B), is cut into power-of-two column segments (96 = 64 + 32),
-  each its own slice of x, w1, w2 and the output, so no FLOP is spent on padding;
-- tl.dot needs every operand dimension >= 16: tiles, chunks and segments are at least 16, and a
-  width that is not a multiple of 16 (only the tests' tiny models) is zero-padded to one;
-- lax.erf has no Triton lowering in JAX 0.10 (NotImplementedError): the kernel evaluates erf as
-  the float32 rational approximation XLA itself expands erf into (`_erf`), within 5e-7 of it;
-- Triton multiplies float32 in TF32 unless asked for more: the kernel's float32 products follow
-  `jax.default_matmul_precision` ("highest"/"float32": IEEE float32), read when it is traced.
-
-Token counts that are not a multiple of the tile are zero-padded and the output sliced; so is
-a hidden width that is not a multiple of the chunk (gelu(0) = 0: padded units add nothing).
-
-The gradient (`jax.custom_vjp`) keeps nothing from the forward pass but its inputs and
-recomputes the hidden layer in the backward pass, as plain jnp (XLA): the reference expression's
-own vjp, so the gradients are those of the XLA path. A fused backward would, per token tile,
-recompute the hidden chunk, form dh = (dy @ w2_chunk^T) * gelu'(h) on chip and accumulate dx,
-while dw1 = x^T dh and dw2 = gelu(h)^T dy are summed over tiles (a second kernel over hidden
-chunks, or atomics): it would remove the backward's [T, M] traffic too, which is twice the
-forward's. Not written: unmeasured, the forward comes first.
-
-Unmeasured. The tile sizes are guesses (`_blocks`). The [tile, d] float32 accumulator and the
-[tile, d] input stay on chip, so a wide expert (d = 768) needs a small tile, and each tile reads
-all of w1 and w2 (from L2 when they fit): the kernel is likelier to pay off for narrow experts
-than for the full-width one. `mone.bench.report` times it (switch 'fused_mlp').
+Triton lowers it on a CUDA GPU (how its constraints are met: the comments at `_segments`, `_erf`,
+`_precision` and `_forward`); the CPU runs it in interpret mode, slowly, for tests. The gradient is
+the XLA expression's (`_fused_bwd`). Unmeasured: reading all of w1 and w2 per tile, it is likelier
+to pay off for narrow experts than for the full-width one; `mone.bench.report` times it ('fused_mlp').
 """
 import functools
 
@@ -74,6 +38,7 @@ def reference(x, w1, b1, w2, b2):
   return gelu(x @ w1 + b1) @ w2 + b2
 
 
+# lax.erf has no Triton lowering in JAX 0.10 (NotImplementedError), so the kernel evaluates erf as
 # XLA's float32 erf (xla/codegen/emitters/transforms/expand_float_ops.cc, RewriteErf32Pattern; the
 # same in Eigen's generic_fast_erf_float): x P(x^2) / Q(x^2) on [-c, c], c = erfinv(1 - 2^-23).
 _ERF_ALPHA = (0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861,
@@ -119,6 +84,9 @@ def _blocks(d: int, m: int, block_tokens, block_hidden) -> tuple[int, int]:
   return bt, bh
 
 
+# Triton wants every array it loads, computes or stores to have a power-of-two number of elements.
+# The paper's widths are 3 x 2^k (96, ..., 768 for ViT-B), so d is cut into power-of-two column
+# segments, each its own slice of x, w1, w2 and the output: no FLOP is spent on padding.
 def _segments(d: int) -> tuple[tuple[int, int], ...]:
   """(offset, size) of the power-of-two column segments of a width d (a multiple of 16), largest
   first: 96 -> ((0, 64), (64, 32))."""
@@ -168,9 +136,10 @@ def _forward(x, w1, b1, w2, b2, cfg):
     return jnp.zeros((0, d), x.dtype)
   bt, bh = _blocks(d, m, block_tokens, block_hidden)
   dp, tp, mp = -(-d // _MIN_DOT) * _MIN_DOT, -(-t // bt) * bt, -(-m // bh) * bh
-  # Zero padding (a no-op where the shapes already fit; the tokens' is one [T, d] copy): padded
-  # tokens are sliced off, padded input features meet zero w1 rows, padded hidden units are
-  # gelu(0) = 0 times zero w2 rows, padded output features are sliced off.
+  # Zero padding (a no-op where the shapes already fit; the tokens' is one [T, d] copy; d pads to a
+  # multiple of 16 only in the tests' tiny models): padded tokens are sliced off, padded input
+  # features meet zero w1 rows, padded hidden units are gelu(0) = 0 times zero w2 rows, padded
+  # output features are sliced off.
   x = jnp.pad(x, ((0, tp - t), (0, dp - d)))
   w1, b1 = jnp.pad(w1, ((0, dp - d), (0, mp - m))), jnp.pad(b1, (0, mp - m))
   w2, b2 = jnp.pad(w2, ((0, mp - m), (0, dp - d))), jnp.pad(b2, (0, dp - d))
@@ -201,7 +170,11 @@ def _fused_fwd(x, w1, b1, w2, b2, cfg):
 
 
 def _fused_bwd(cfg, res, dy):
-  # Recomputes the hidden layer (XLA) and differentiates the reference expression.
+  # Recomputes the hidden layer (XLA) and differentiates the reference expression: the XLA path's
+  # gradients. A fused backward (per token tile: recompute the hidden chunk, dh = (dy @ w2_chunk^T) *
+  # gelu'(h) on chip, accumulate dx; dw1 = x^T dh and dw2 = gelu(h)^T dy summed over tiles) would
+  # remove the backward's [T, M] traffic too, twice the forward's; not written until the forward is
+  # measured.
   _, vjp = jax.vjp(reference, *res)
   return vjp(dy)
 

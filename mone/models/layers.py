@@ -1,48 +1,16 @@
 """The transformer pieces every model here is built from, and why each looks the way it does.
 
-`Block` is one pre-LN transformer block over groups of tokens with nested widths (the paper's
-Eqs. 1, 4-8): MoNE's routed groups, a MatViT sub-model's single narrow group, and the dense
-model's single full-width group all run through it, so the dense baseline and MoNE share
-every line of compute. The rest exists for speed on the CPU, each with its measurement:
-`attention` (heads-major, normalised after the AV product), `gelu` (erf, not erfc; it lives
-with the MLP kernel in `mone.models.fused_mlp`, which computes the same MLP),
-`layer_norm` (one pass), `materialize_grad` (stops XLA:CPU recomputing the residual
-stream's cotangent in every block), `PatchConv` (a patch embedding as one matmul) and
-`nested_weights` (weight slices made once per update instead of once per call).
+`Block` is one pre-LN transformer block over groups of tokens with nested widths (Eqs. 1, 4-8):
+MoNE's routed groups, a MatViT sub-model's narrow group and the dense model's full-width group all
+run through it, so the dense baseline and MoNE share every line of compute. `attention`,
+`layer_norm`, `materialize_grad`, `PatchConv` and `nested_weights` are CPU speed-ups, each explained
+where it is defined (`gelu` lives with `mone.models.fused_mlp`).
 
-Two of those CPU choices are wrong for a GPU, so a block picks them by the backend it is traced
-for, each overridable by its model config field (`mone.models.config.ViTConfig.attention`,
-`grad_barrier`):
-
-- attention (`resolve_attention`): "xla" is `attention`, the reference every committed run
-  trained with; it writes the [B, H, N, N] logits and probabilities to device memory. "cudnn"
-  is cuDNN's flash attention through jax.nn.dot_product_attention (`dot_product_attention`),
-  one fused kernel whose N x N tiles never leave the chip, in the token-major [B, N, H, c]
-  layout the qkv projection produces (no transposes around it). "dot_product" is the same
-  jax call with XLA's implementation: it runs anywhere, so the CPU tests the call the GPU
-  makes. "auto" is "cudnn" on a CUDA GPU in bfloat16/float16 with a head dim cuDNN takes,
-  "xla" elsewhere.
-- the gradient barrier (`resolve_barrier`): `materialize_grad` routes the residual stream's
-  cotangent through a conditional, three per routed block and one per dense block. It is a
-  workaround for XLA:CPU's fusion; on a GPU it was never measured to help and a conditional
-  may wait on the host. "auto" is on for the CPU only; "off" makes it and the block's fences
-  the identity (same values: it never changes what is computed).
-
-A third is an experiment (`resolve_mlp`, `ViTConfig.mlp`): "pallas" runs each group's MLP as one
-fused Pallas kernel that keeps the [tokens, 4D] hidden layer on chip (`mone.models.fused_mlp`;
-Triton on a CUDA GPU, interpret mode on the CPU), "xla" the reference expression. "auto" is "xla"
-everywhere until a GPU report measures the kernel faster.
-
-A fourth changes compile time, not what runs (`run_blocks`, `ViTConfig.layer_loop`): "unroll"
-traces every block into the program, as every committed run trained; "scan" runs a stack of
-identical blocks as one `jax.lax.scan` over their stacked weights, so XLA compiles one block
-instead of `depth` (big_vision scans its encoder for the same reason). Its default stays
-"unroll" on every backend until a GPU report measures what the loop costs at run time.
-
-"auto" resolves when the block is traced, for `Block.backend`: by default the backend jax runs
-on (`default_backend`); a model exported for CUDA from a CPU host is built with backend="cuda"
-(the models take it as an argument), or it would get the CPU's choices. On the CPU "auto" is
-the code every committed run trained with, bit for bit.
+Where the CPU's choice is wrong for a GPU, a block picks by name, from a `ViTConfig` field:
+`resolve_attention` (cuDNN flash attention), `resolve_barrier` (the CPU-only `materialize_grad`),
+`resolve_mlp` (a fused Pallas MLP), `run_blocks` (scanned layers). "auto" resolves at trace time for
+`Block.backend` (default: jax's backend; pass backend="cuda" to export for CUDA from a CPU host),
+and on the CPU is the code every committed run trained with, bit for bit.
 """
 import jax
 import jax.numpy as jnp
@@ -135,6 +103,7 @@ def resolve_mlp(name: str, backend: str) -> str:
   return "xla" if name == "auto" else name
 
 
+# The barrier changes only what XLA:CPU stores, never a value: "off" computes the same numbers.
 def resolve_barrier(name: str, backend: str) -> bool:
   """Whether blocks store the residual stream's cotangent behind a conditional (`materialize_grad`):
   "auto" does on the CPU, where XLA:CPU otherwise recomputes it in every block (measured), and not
@@ -283,6 +252,8 @@ def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str 
   return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, mlp=mlp, **kw)
 
 
+# "scan" compiles one block instead of `depth` (big_vision scans its encoder for the same reason);
+# configs default to "unroll" until a GPU report measures what the loop costs at run time.
 def run_blocks(scope: nn.Module, blocks: list, hs, widths, mults=None, loop: str = "unroll"):
   """hs through `blocks` in turn: submodules of `scope` (defined in its compact method) of one
   class and shape, each called as block(hs, widths, mults).

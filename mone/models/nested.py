@@ -1,27 +1,17 @@
 """Nested experts as a layer: route a token sequence, run it through nested-width blocks.
 
-`NestedEncoder` is the drop-in module: transformer layers over a `[batch, tokens, D]` sequence
-in which a router and Expert Preferred Routing (Algorithm 1) send each token to one of E nested
-experts, the first D/2^(E-1), ..., D/2, D features of the same weights, and Eq. 1's multiplier
-(alpha r + 1) scales each token's MLP update. Tokens that must always run at full width and
-that no router should see (a CLS token) go in `full`. `mone.models.vit.ViT` and `mone.models.vivit.ViViT`
-run their transformer through `encode`, the function behind the module, so a user's model and
-the reproduction's share one implementation::
+`NestedEncoder` is the drop-in module: transformer layers in which a router and Expert Preferred
+Routing (Algorithm 1) send each token of a [B, N, D] sequence to one of E nested experts, the first
+D/2^(E-1), ..., D/2, D features of the same weights (unrouted full-width tokens, a CLS, go in `full`).
+Capacities are static, so after a router the tokens are permuted into expert order once and expert
+j's group carries only [B, n_j, d_j] until the next (`ungroup`): every projection is a plain matmul
+on a sliced weight, with no masking or scatter. ViT and ViViT share its code (`encode`); so can yours::
 
   class MyModel(nn.Module):
     @nn.compact
-    def __call__(self, x, capacities):            # x: [B, N, 256] from any embedding
+    def __call__(self, x, capacities):  # x [B, N, 256]; capacities = mone.capacity.budget("mone", 0.4).capacities
       x, _, aux = NestedEncoder(width=256, depth=6, num_heads=4, mlp_dim=1024)(x, capacities)
-      return nn.Dense(10)(x.mean(axis=1)), aux     # aux['assignment']: expert per token
-
-  capacities = mone.capacity.budget("mone", 0.4).capacities  # what e_c = 0.4 needs
-
-How it runs fast: the router decides once per router, capacities are static, so after EPR
-the tokens are permuted into expert order once and stay in that order through every layer
-until the next router. Expert j's tokens form one static slice [B, n_j, D]; since a nested
-expert only reads and writes the first d_j features of its tokens, each group carries just
-those ([B, n_j, d_j]) and the untouched tail is re-attached at the end (`ungroup`). Every
-projection is a plain matmul per group with a sliced weight: no masking, padding or scatter.
+      return nn.Dense(10)(x.mean(axis=1)), aux  # aux['assignment']: expert per token
 """
 import flax.linen as nn
 import jax

@@ -1,26 +1,12 @@
 """Start MoNE, MatViT or a ViT from a pretrained dense ViT: big_vision's `.npz` checkpoints.
 
 The paper builds MoNE on a ViT's own weights: the nested experts are slices of the dense
-projections, so a dense checkpoint is a complete MoNE except for the router and Eq. 1's
-alpha, which start from their initialisation. `load_big_vision` maps the names of
-big_vision's ViT (`big_vision/models/vit.py`, `pool_type='gap'`, learned position
-embeddings) onto `mone.models.vit.ViT`'s::
-
-  embedding/{kernel,bias}                      -> embed/conv/{kernel,bias}
-  pos_embedding [1, N, D]                      -> embed/pos_embedding (resampled to another grid)
-  Transformer/encoderblock_l/LayerNorm_0, _1   -> block_l/ln1_*, ln2_*
-  .../MultiHeadDotProductAttention_0/query, key, value [D, H, c]  -> block_l/qkv_kernel [D, 3D]
-  .../MultiHeadDotProductAttention_0/out [H, c, D]                -> block_l/out_kernel [D, D]
-  .../MlpBlock_0/Dense_0, Dense_1              -> block_l/mlp1_*, mlp2_*
-  Transformer/encoder_norm                     -> head/norm (LayerNorm before pooling: the same)
-  head/{kernel,bias}                           -> head/dense (kept from init if the classes differ)
-
-Stacked ("scanned") checkpoints, with `Transformer/encoderblock/...` holding every layer on a
-leading axis, load too. One numerical difference stays: big_vision's MLP uses flax's tanh
-approximation of GELU, `mone` the exact erf (see `mone.models.fused_mlp.gelu`); on a converted model the
-logits differ by about 1e-3 of their scale, well inside what fine-tuning moves.
-
-Usage (MoNE fine-tuned from a pretrained ViT-S/16 at 224 px)::
+projections, so a dense checkpoint is a complete MoNE but for the router and Eq. 1's alpha, which
+keep their initialisation. `load_big_vision` maps big_vision's ViT (`pool_type='gap'`, learned
+position embeddings, per-layer or scanned; the name map is at `convert_big_vision`) onto
+`mone.models.vit.ViT`. Its tanh GELU against `mone`'s exact erf (`mone.models.fused_mlp.gelu`)
+shifts converted logits by about 1e-3 of their scale, well inside what fine-tuning moves. Usage
+(MoNE fine-tuned from a pretrained ViT-S/16 at 224 px)::
 
   cfg = mone.models.config.vit("S/16", num_classes=1000)
   model = mone.models.kinds.build(cfg, "mone")
@@ -68,6 +54,16 @@ def _blocks(arrays: dict) -> dict[int, dict[str, np.ndarray]]:
   return out
 
 
+# big_vision's names (big_vision/models/vit.py) -> mone.models.vit.ViT's:
+#   embedding/{kernel,bias}                      -> embed/conv/{kernel,bias}
+#   pos_embedding [1, N, D]                      -> embed/pos_embedding (resampled to another grid)
+#   Transformer/encoderblock_l/LayerNorm_0, _1   -> block_l/ln1_*, ln2_*
+#   .../MultiHeadDotProductAttention_0/query, key, value [D, H, c]  -> block_l/qkv_kernel [D, 3D]
+#   .../MultiHeadDotProductAttention_0/out [H, c, D]                -> block_l/out_kernel [D, D]
+#   .../MlpBlock_0/Dense_0, Dense_1              -> block_l/mlp1_*, mlp2_*
+#   Transformer/encoder_norm                     -> head/norm (LayerNorm before pooling: the same)
+#   head/{kernel,bias}                           -> head/dense (kept from init if the classes differ)
+# A scanned checkpoint holds every layer on a leading axis under Transformer/encoderblock/... .
 def convert_big_vision(arrays: dict) -> dict:
   """big_vision ViT arrays ({'a/b': array}) as a `mone.models.vit.ViT` parameter tree (numpy),
   without the head's classes checked or the position embeddings resampled (`load_big_vision`

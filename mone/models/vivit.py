@@ -3,27 +3,15 @@
 References: Jain et al., "Mixture of Nested Experts" (2024), Sec. 4.4 and 5 (videos);
 Arnab et al., "ViViT: A Video Vision Transformer" (2021), Model 2 (factorised encoder).
 
-The factorised encoder embeds t x p x p tubelets with a 3-D convolution, runs a spatial
-transformer over the N tokens of each of the T' = T/t temporal indices separately (the
-indices are folded into the batch: [B T', N, D]), reads each index's spatial CLS token
-as its summary, and runs a temporal transformer over those T' summaries plus a temporal
-CLS token. As in ViViT, the classifier is a linear layer on the temporal CLS token (the
-paper's global average pooling, Sec. 4.1, is its image-model choice; the video models
-inherit ViViT, Sec. 5).
-
-MoNE lives in the spatial transformer only, the temporal one stays at full width (Sec.
-4.4). Because the temporal indices are batch rows, the router and EPR act per temporal
-index: each index gets exactly `routing.expert_counts(capacities, N)` tokens per expert,
-with the same static capacities everywhere. The spatial CLS token is never routed: it is
-an always-full-width group of one token in every nested block, because it is the only
-thing the full-width temporal transformer reads from the frame; it is not a patch whose
-compute can be saved. The MatViViT sub-models treat it the same way (patch tokens at d_j,
-CLS at D), so MoNE with every token on expert j is exactly MatViViT j. Its cost,
-1/(N+1) of a spatial block's projections (0.4% at N = 256), is counted in `mone.flops`.
-
-The spatial transformer is `mone.models.nested.encode`, the drop-in nested encoder `mone.models.vit.ViT`
-runs too (tokens permuted into expert order once per router, one static [B T', n_j, d_j]
-slice per expert), with the CLS token as its full-width, unrouted `full` token.
+A 3-D convolution embeds t x p x p tubelets; a spatial transformer runs over the N tokens of each
+of the T' = T/t temporal indices (folded into the batch: [B T', N, D]); a temporal transformer runs
+over each index's spatial CLS token plus its own CLS token, which feeds a linear classifier as in
+ViViT (not the image models' average pooling). MoNE lives in the spatial transformer only
+(`mone.models.nested.encode`, as in `mone.models.vit.ViT`), so the router and EPR act per temporal
+index with the same static capacities. The spatial CLS token is all the full-width temporal
+transformer reads from a frame, so it is never routed: it runs at full width in every block, in
+MatViViT too (MoNE with every token on expert j is exactly MatViViT j), at 0.4% of a spatial
+block's projections for N = 256 (`mone.flops`).
 """
 import flax.linen as nn
 import jax

@@ -5,27 +5,13 @@
   python -m mone.train --config imagenet21k --workdir /ckpt/run1 model=B/16 data_dir=...
   python -m mone.train --config path/to/my_config.py --workdir /tmp/run   # defines get_config()
 
-The run writes WORKDIR/metrics.json atomically at the end and checkpoints to
-WORKDIR/checkpoints; rerunning the same command resumes from the last good checkpoint
-and ends with the same metrics an uninterrupted run would have (data order, dropout-free
-model and per-step RNG are all functions of (seed, step)).
-
-Where a run trained. Beside `device` and `versions` (`results.provenance`: the process that wrote
-the file and ran its final evaluations), metrics.json records:
-
-- `trained_on`: one part per process that trained steps of the run, first to last:
-  {"device", "matmul_precision", "from_step", "to_step"}, the steps (from_step, to_step]. A part
-  ends at the checkpoint the next part resumed from (later work was redone); the list is kept in
-  the checkpoints, so it survives any number of resumes, even on other machines. A process that
-  resumed at the last step only evaluates: it adds no part. `device` is `results.provenance`'s
-  dict; device and precision are "unrecorded" for a part that nothing describes (one trained by
-  older code, resumed from its checkpoint).
-- `matmul_precision`: the float32 matmul precision of this process: JAX's
-  `jax_default_matmul_precision` ("highest", "high", ...) or "default" where unset (every run file
-  from before it was recorded: none set it). At "default" the CPU computes float32 matmuls in full
-  float32, the same bits as "highest"; a GPU may use TF32. MONE_MATMUL_PRECISION=highest sets it
-  for a run (`apply_matmul_precision`); the queue does so on a GPU. Neither key is part of the
-  config, so neither changes a run's config hash.
+The run writes WORKDIR/metrics.json atomically at the end and checkpoints to WORKDIR/checkpoints;
+rerunning the same command resumes from the last good checkpoint and ends with the same metrics an
+uninterrupted run would have (data order, dropout-free model and per-step RNG are all functions of
+(seed, step)). Beside `device` and `versions` (`results.provenance`), metrics.json records where the
+run trained, outside the config hash: `trained_on`, one {"device", "matmul_precision", "from_step",
+"to_step"} part per process that trained steps (from_step, to_step], kept in the checkpoints across
+resumes, and `matmul_precision`, this process's (`_where`; MONE_MATMUL_PRECISION sets it).
 """
 import json
 import logging
@@ -78,6 +64,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   elapsed_before, timed_from = 0.0, 0
   # Every process that trained part of the run: its device and float32 matmul precision, and its
   # steps (a part ends at the last checkpoint the next part resumed from: later work was redone).
+  # A checkpoint of older code keeps no list: its part is "unrecorded".
   segment = {**_where(), "from_step": start, "to_step": start}
   trained_on = [segment]
   if restored is not None:
