@@ -83,7 +83,8 @@ def expert_share_figure(share: list[dict], names: list[str], title: str):
 def video_tokens_figure(video, full, tubelet: int, patch: int, masks=None, labels=None, title: str = "", clips: int = 2):
   """For the first `clips` clips (rows), the first frame of every temporal index (columns) with
   the tokens the full model processes outlined (`full`: bool [n, T', N]) and, where `masks` are
-  given, the moving objects in red."""
+  given, the moving objects in white edged with black (red vanished on the magenta digits)."""
+  import matplotlib.patheffects as effects
   import matplotlib.pyplot as plt
   plots.theme()
   nt = full.shape[1]
@@ -92,7 +93,8 @@ def video_tokens_figure(video, full, tubelet: int, patch: int, masks=None, label
     for t, ax in enumerate(row):
       ax.imshow(video[i, t * tubelet])
       if masks is not None:
-        ax.contour(masks[i, t * tubelet], levels=[0.5], colors="red", linewidths=0.8)
+        edge = ax.contour(masks[i, t * tubelet], levels=[0.5], colors="white", linewidths=1.0)
+        edge.set_path_effects([effects.Stroke(linewidth=2.4, foreground="black"), effects.Normal()])
       outline_tokens(ax, full[i, t], patch, video.shape[2] // patch)
       ax.set_xticks([]), ax.set_yticks([])
       if i == 0:
