@@ -1,5 +1,5 @@
 """The chapters' command line: `python -m mone.chapters COMMAND ...`, one subcommand per page or
-file written outside a notebook.
+file written outside a notebook::
 
   claims OUT [--tables PAGE] [--figures] [--readme README]   the landing page, every claim's table,
                                                             the landing figure, README's answer

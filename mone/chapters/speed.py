@@ -105,7 +105,7 @@ def matmul_report(profile: str, data: dict) -> list[str]:
 
 
 def gpu_benchmarks() -> dict:
-  """{path: benchmark} of the GPU runs committed as results/bench/gpu-*.json, by name: measured on
+  """{path: benchmark} of the GPU runs committed as `results/bench/gpu-*.json`, by name: measured on
   machines lent for minutes, read as committed and never rewritten by any profile."""
   return {path: results.read_json(path) for path in sorted((results.RESULTS / "bench").glob("gpu-*.json"))}
 
