@@ -32,20 +32,24 @@ def module_path(name: str) -> Path | None:
   return None
 
 
+def node_imports(node, package: str = "") -> set[str]:
+  """The `mone` names one import statement names (`import mone.x`; `from mone.x import y` gives
+  mone.x and mone.x.y, as y may be a module; relative imports resolved inside `package`); an
+  empty set for any other node."""
+  if isinstance(node, ast.Import):
+    return {a.name for a in node.names if a.name.split(".")[0] == "mone"}
+  if isinstance(node, ast.ImportFrom):
+    base = node.module or ""
+    if node.level:
+      base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+    if base.split(".")[0] == "mone":
+      return {base} | {f"{base}.{a.name}" for a in node.names}
+  return set()
+
+
 def imported(source: str, package: str = "") -> set[str]:
-  """The `mone` modules a piece of source imports (`import mone.x`, `from mone.x import y` where
-  y may be a module, relative imports inside `package`)."""
-  out = set()
-  for node in ast.walk(ast.parse(source)):
-    if isinstance(node, ast.Import):
-      out |= {a.name for a in node.names if a.name.split(".")[0] == "mone"}
-    elif isinstance(node, ast.ImportFrom):
-      base = node.module or ""
-      if node.level:
-        base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
-      if base.split(".")[0] == "mone":
-        out.add(base)
-        out |= {f"{base}.{a.name}" for a in node.names}
+  """The `mone` modules a piece of source imports (`node_imports` of each statement)."""
+  out = set().union(*(node_imports(node, package) for node in ast.walk(ast.parse(source))))
   # a package imports its parents' __init__ too
   return {".".join(n.split(".")[:i]) for n in out for i in range(1, n.count(".") + 2)}
 

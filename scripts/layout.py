@@ -9,6 +9,9 @@ import json
 import pathlib
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from chapter_inputs import node_imports  # noqa: E402  (the chapters' dependency tracking reads imports the same way)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODEL_KINDS = {"vit", "matvit", "mod", "mone"}
 KIND_HOME = "mone/models/kinds.py"  # the one module allowed to switch on a kind's name
@@ -27,17 +30,7 @@ def _imports(name: str, path: pathlib.Path, tree, known):
   """(node, targets) for every import in a module's syntax tree that names a module of `known`."""
   package = name if path.name == "__init__.py" else name.rpartition(".")[0]
   for node in ast.walk(tree):
-    if isinstance(node, ast.Import):
-      names = [a.name for a in node.names]
-    elif isinstance(node, ast.ImportFrom):
-      base = node.module or ""
-      if node.level:
-        up = package.split(".")[:len(package.split(".")) - node.level + 1]
-        base = ".".join(up + ([base] if base else []))
-      names = [base] + [f"{base}.{a.name}" for a in node.names]
-    else:
-      continue
-    targets = sorted({t for t in names if t in known and t != name})
+    targets = sorted({t for t in node_imports(node, package) if t in known and t != name})
     if targets:
       yield node, targets
 

@@ -9,7 +9,6 @@ import dataclasses
 import matplotlib.pyplot as plt
 
 from mone.chapters import analysis, experiments, plan, plots
-from mone.configs import profiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +30,8 @@ class Chapter:
 def setup(namespace: dict, name: str) -> Chapter:
   """Checks a chapter's parameters (an undeclared one raises: papermill only warns) and returns
   its setting. Call it first, with the notebook's globals, before any other name is defined."""
-  experiments.check_parameters(namespace)
-  profile = profiles.check_profile(namespace["profile"])
+  experiments.check_parameters(namespace)  # the profile too
+  profile = namespace["profile"]
   analysis.quiet_notebook()
   plots.theme()
   seed, recompute = namespace["seed"], namespace["recompute"]
