@@ -24,9 +24,8 @@ def landed(ch) -> tuple[dict, list[str]]:
   trains; the labels of the planned runs not trained yet)."""
   planned = [(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
              if label.rpartition(", seed ")[0] == MODEL]
-  cfgs = dict(planned)
-  runs = {s: (m, cfgs[f"{base}, seed {s}"]) for base, s, m in headlines.landed(planned, train=ch.train, recompute=ch.recompute)}
-  return runs, headlines.pending(planned, ch.train)
+  runs, pending = headlines.with_configs(planned, ch.train, ch.recompute)
+  return {s: run for (_, s), run in runs.items()}, pending
 
 
 def examples(runs: dict) -> dict:

@@ -27,27 +27,19 @@ VIDEO_CLAIM = ("fig7.video.full_tokens_track_motion", f"Temporal task, e_c = {E_
                "consistently track the regions of motion (Fig. 7b)")
 
 
-def _landed(planned: list, ch) -> tuple[dict, list[str]]:
-  """The planned runs (label, config) that exist, by (label without seed, seed), and the missing ones' labels."""
-  cfgs = dict(planned)
-  landed = headlines.landed(planned, train=ch.train, recompute=ch.recompute)
-  runs = {(base, s): (m, cfgs[f"{base}, seed {s}"]) for base, s, m in landed}
-  return runs, headlines.pending(planned, ch.train)
-
-
 def image_runs(ch) -> tuple[dict, list[str]]:
   """The image runs of both routers at `E_C` over a chapter's seeds (ch: `chapter.Chapter`):
   ({(run label, seed): (metrics, config)} of the runs whose run file exists, trained here where
   the chapter trains; the labels of the planned runs not trained yet)."""
-  return _landed([(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
-                  if label.rpartition(", seed ")[0] in ROUTERS.values()], ch)
+  return headlines.with_configs([(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
+                                 if label.rpartition(", seed ")[0] in ROUTERS.values()], ch.train, ch.recompute)
 
 
 def video_runs(ch) -> tuple[dict, list[str]]:
   """The temporal task's MoNE at `E_C` over a chapter's seeds: ({seed: (metrics, config)},
   the labels of the planned runs not trained yet), as `image_runs`."""
-  runs, pending = _landed([(label, cfg) for label, cfg in figures.video_runs(ch.profile, ch.seeds, ch.data_dir)
-                           if label.rpartition(", seed ")[0] == VIDEO], ch)
+  runs, pending = headlines.with_configs([(label, cfg) for label, cfg in figures.video_runs(ch.profile, ch.seeds, ch.data_dir)
+                                          if label.rpartition(", seed ")[0] == VIDEO], ch.train, ch.recompute)
   return {s: run for (_, s), run in runs.items()}, pending
 
 

@@ -62,6 +62,14 @@ def pending(runs=None, train: bool = False) -> list[str]:
   return [label for label, cfg in (plan.runs() if runs is None else runs) if not experiments.run_path(cfg).exists()]
 
 
+def with_configs(planned, train: bool = False, recompute: bool = False) -> tuple[dict, list[str]]:
+  """`landed` and `pending` of the planned runs (label, config), each finished run with its
+  config: ({(label without its seed, seed): (metrics, config)}, the labels not trained yet)."""
+  cfgs = dict(planned)
+  runs = {(base, s): (m, cfgs[f"{base}, seed {s}"]) for base, s, m in landed(planned, train=train, recompute=recompute)}
+  return runs, pending(planned, train)
+
+
 def _key(base: str, variant: str) -> tuple[str, str] | None:
   """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1);
   an image run's panel is its model `variant`."""
