@@ -63,6 +63,9 @@ def parser() -> argparse.ArgumentParser:
   ap.add_argument("--video-only", action="store_true",
                   help="time the --video workload alone (e.g. to finish a run whose image groups are measured)")
   ap.add_argument("--video-frames", type=int, default=4, help="frames per clip of the video workload")
+  ap.add_argument("--video-image-size", type=int, default=None,
+                  help="frame size of the video workload in pixels (default: the variant's; B/16x2: 224 as "
+                       "Kinetics-400, 256 as SSv2, the paper's timed clip)")
   ap.add_argument("--video-batch", type=int, nargs="+", default=[4])
   ap.add_argument("--video-e-c", type=float, nargs="+", default=[0.3, 0.5, 1.0])
   ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
@@ -75,9 +78,12 @@ def parser() -> argparse.ArgumentParser:
   ap.add_argument("--matmul", action="store_true",
                   help="time each projection matmul of one block alone (dense vs MoNE's groups at each --e-c) "
                        "with --batch examples' tokens; see matmul_rows")
+  ap.add_argument("--routing", action="store_true",
+                  help="time Expert Preferred Routing alone against the whole MoNE forward (its share of it) at "
+                       "each --e-c and --batch; see micro.routing_rows")
   ap.add_argument("--json", default=None,
                   help="where to write the rows (default results/bench/cpu.json, under $MONE_RESULTS_DIR if set; cpu-block.json with --block, "
-                       "cpu-matmul.json with --matmul, gpu-report-<device>.json with --report)")
+                       "cpu-matmul.json with --matmul, cpu-routing.json with --routing, gpu-report-<device>.json with --report)")
   rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")
   rep.add_argument("--report", action="store_true",
                    help="check every GPU speed path against its reference and time it (ViT-B/16, ViViT-B/16x2) "
@@ -96,14 +102,16 @@ def parser() -> argparse.ArgumentParser:
 
 def check(args):
   """Raises ValueError on options that cannot go together."""
-  if args.block and args.matmul:
-    raise ValueError("--block and --matmul time different things; pass one of them")
+  if args.block + args.matmul + args.routing > 1:
+    raise ValueError("--block, --matmul and --routing time different things; pass one of them")
   if args.video_only and not args.video:
     raise ValueError("--video-only needs --video VARIANT (e.g. --video B/16x2)")
-  if args.report and (args.block or args.matmul or args.video_only):
-    raise ValueError("--report runs its own groups; it does not combine with --block, --matmul or --video-only")
+  if args.report and (args.block or args.matmul or args.routing or args.video_only):
+    raise ValueError("--report runs its own groups; it does not combine with --block, --matmul, --routing or --video-only")
   if not args.report and (args.tiny or args.groups or args.switches is not None or args.hard_limit_s is not None):
     raise ValueError("--tiny, --groups, --switches and --hard-limit-s are options of --report")
+  if args.video_image_size is not None and args.video_image_size < 1:
+    raise ValueError(f"--video-image-size must be a positive number of pixels, got {args.video_image_size}")
   if args.budget_s <= 0:
     raise ValueError(f"--budget-s must be > 0 seconds, got {args.budget_s}")
 
@@ -153,15 +161,17 @@ def run(args):
   if args.reps is None:
     args.reps = 7
   if args.json is None:
-    name = "cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul else "cpu.json"
+    name = ("cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul
+            else "cpu-routing.json" if args.routing else "cpu.json")
     args.json = str(results.results_root() / "bench" / name)
-  if args.block or args.matmul:
+  if args.block or args.matmul or args.routing:
     return main_block(args)
 
   image = None if args.video_only else workloads.cast(workloads.image_workload(
       args.variant, args.e_c, with_matvit=not args.no_matvit, with_masked=not args.no_masked,
       masked_e_c=0.3 if 0.3 in args.e_c else args.e_c[0]), args.dtype)
-  video = (workloads.cast(workloads.video_workload(args.video, args.video_e_c, args.video_frames), args.dtype)
+  size = {} if args.video_image_size is None else {"image_size": args.video_image_size}
+  video = (workloads.cast(workloads.video_workload(args.video, args.video_e_c, args.video_frames, **size), args.dtype)
            if args.video else None)
   first = image or video  # the file's workload and baseline
   meta = machine()
@@ -208,15 +218,18 @@ def _recorded(args) -> dict:
 
 
 def main_block(args):
-  """--block (block_rows) or --matmul (matmul_rows) for each batch, written like the model rows
-  (no targets apply)."""
+  """--block (block_rows), --matmul (matmul_rows) or --routing (routing_rows, at each e_c) for each
+  batch, written like the model rows (no targets apply)."""
   meta = machine()
-  what = "one block's matmuls" if args.matmul else "one block"
+  what = "one block's matmuls" if args.matmul else "routing alone" if args.routing else "one block"
   print(f"ViT-{args.variant}, {what}, on {meta['device']} / {meta['cpu_model']} ({meta['cores']} cores), "
         f"jax {meta['jax']}, load average {meta['load_avg'][0]:.2f}")
   rows = []
   for batch in args.batch:
-    rows += (micro.matmul_rows if args.matmul else micro.block_rows)(args.variant, args.e_c, batch, args.reps)
+    if args.routing:
+      rows += [r for e_c in args.e_c for r in micro.routing_rows(args.variant, e_c, batch, args.reps)]
+    else:
+      rows += (micro.matmul_rows if args.matmul else micro.block_rows)(args.variant, args.e_c, batch, args.reps)
   if args.json:
     results.atomic_write_json(args.json, {
         "machine": {**meta, "load_avg_end": list(os.getloadavg()), "peak_rss_mib": results.peak_rss_mib()},

@@ -1,13 +1,15 @@
-"""Where a training step's time goes: one transformer block, and each of its projection matmuls, alone."""
+"""Where a step's time goes: one transformer block, each of its projection matmuls, and routing, alone."""
 import os
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mone import capacity, flops
-from mone.bench.timing import table, time_round_robin
-from mone.models import config, layers, routing
+from mone.bench import workloads
+from mone.bench.timing import make_runner, table, time_round_robin
+from mone.models import config, layers, nested, routing
 
 def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, log=print, **overrides):
   """Rows timing one transformer block alone: the dense block and MoNE's grouped block at each
@@ -164,3 +166,58 @@ def matmul_table(rows) -> str:
   lines.append(f"rate: GFLOP/s relative to the dense block's matmul of the same projection "
                f"(total: of all its matmuls); load average (1 min) {rows[0]['load_1m'][0]:.2f} -> {rows[0]['load_1m'][1]:.2f}")
   return "\n".join(lines)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing alone: what Expert Preferred Routing adds to a MoNE forward.
+
+def routing_rows(variant: str, e_c: float, batch: int, reps: int = 15, seed: int = 0, log=print, **overrides):
+  """Two rows: the whole MoNE ViT forward at e_c on `batch` examples at once, and its router
+  alone on tokens of the same shape, timed round-robin with the same parameters.
+
+  'routing' is everything the router adds to the dense work (`mone.models.nested.route`): Eq. 1's
+  projection and softmax, Algorithm 1, the sort into expert order and the gather of each group with
+  its Eq. 1 factor. Its row's `share` is its median over the forward's: the quantity of the paper's
+  "routing adds 0.5 ms to a 190 ms ViT-B/16 forward". Each call is timed with its dispatch, which
+  weighs more on the small routing call, so the share errs high."""
+  cfg = config.vit(variant, **overrides)
+  wl = workloads.image_workload(variant, [e_c], with_matvit=False, with_masked=False, seed=seed, **overrides)
+  mone = wl.contenders[1]
+  caps = capacity.budget("mone", e_c, cfg.num_experts).capacities
+  counts = routing.expert_counts(caps, cfg.num_tokens)
+
+  class Router(nn.Module):  # the model's first router, in the scope its parameters have in the model
+    @nn.compact
+    def __call__(self, x):
+      alpha = nested.eq1_alpha(self.param("alpha", nn.initializers.zeros, ()), cfg.alpha_bounded)
+      _, _, assignment, _, groups, mults, _ = nested.route(x, 0, cfg.num_experts, cfg.router, caps, counts,
+                                                           alpha, lambda: self.make_rng("routing"))
+      return assignment, groups, mults
+
+  inputs, labels = wl.make_inputs(batch)
+  tokens = jax.random.normal(jax.random.key(seed + 2), (batch, cfg.num_tokens, cfg.width))
+  route = jax.jit(Router().apply)
+  v = {"params": {k: mone.params[k] for k in ("router_0", "alpha")}}
+  runners = [make_runner(mone, "forward", inputs, labels, batch),
+             lambda: jax.block_until_ready(route(v, tokens))]
+  runners[1]()  # compile
+  load_start = os.getloadavg()[0]
+  times = time_round_robin(runners, reps)
+  load_end = os.getloadavg()[0]
+  fwd, rt = (float(np.median(t)) for t in times)
+  rows = [dict(workload=f"ViT-{variant} routing", mode="forward", batch=batch, model=name, e_c=e_c,
+               median_ms=med * 1e3, p25_ms=float(np.percentile(t, 25)) * 1e3, p75_ms=float(np.percentile(t, 75)) * 1e3,
+               reps=len(t), share=med / fwd, load_1m=[load_start, load_end], note=note)
+          for name, med, t, note in (("mone", fwd, times[0], "the whole MoNE forward, batch at once"),
+                                     ("routing", rt, times[1], "router, EPR, sort and gather alone"))]
+  log(routing_table(rows))
+  return rows
+
+
+def routing_table(rows) -> str:
+  """The routing rows (`routing_rows`), one line each, then the load average."""
+  lines = [f"{r['workload']} e_c={r['e_c']:g} batch {r['batch']}: {r['model']:8s} {r['median_ms']:10.3f} ms "
+           f"(p25-p75 {r['p25_ms']:.3f}-{r['p75_ms']:.3f}), {r['share']:.3%} of the forward; {r['note']}"
+           for r in rows]
+  return "\n".join(lines + [f"load average (1 min) {rows[0]['load_1m'][0]:.2f} -> {rows[0]['load_1m'][1]:.2f}"])

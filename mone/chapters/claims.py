@@ -4,8 +4,10 @@ Each chapter writes its claims, one JSON object each, to `results/<chapter>/clai
 `load`); the book's pages are rendered from those files (`mone.chapters.verdicts`, `.pages`), so no
 verdict is typed twice. One function decides each kind of evidence: `trained` (a t-based 95%
 interval of MoNE minus the baseline over seeds, judged by `stats.decide`; inconclusive below
-`MIN_SEEDS`), `arithmetic` (a computed number against the paper's, within a tolerance) and `timing`
-(a measurement against a target, inconclusive within the run-to-run noise, `margin`). `not_testable`
+`MIN_SEEDS`), `arithmetic` (a computed number against the paper's, within a tolerance), `timing`
+(one of the paper's wall-clock claims, from the interval over `MIN_RUNS` or more benchmark processes)
+and `target` (a speed target this repository set itself, from the same kind of interval: met, missed or
+within noise; never counted as a reproduction). `not_testable`
 records a claim this profile cannot test; `at_flops` reads a baseline's accuracy-FLOPs curve at
 MoNE's FLOPs, interpolating only where the curve brackets them.
 
@@ -22,9 +24,11 @@ import numpy as np
 from mone import results
 from mone.chapters import stats
 
-KINDS = ("trained", "arithmetic", "timing")
+KINDS = ("trained", "arithmetic", "timing", "target")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not testable")
+TARGET_VERDICTS = ("met", "missed", "within noise")  # a target of this repository's is not the paper's
 MIN_SEEDS = 3  # fewer seeds than this: a trained comparison is inconclusive
+MIN_RUNS = 3   # fewer benchmark processes than this: a timing is inconclusive, a target within noise
 FIELDS = ("id", "claim", "paper", "measured", "kind", "n_seeds", "ci95", "tolerance", "verdict")
 HEADLINE = "fig3.mone_matches_vit"  # the paper's headline: MoNE matches the dense ViT at about half the FLOPs
 _DIGITS = 4  # significant digits kept in claims.json: enough for every comparison made here
@@ -42,11 +46,16 @@ def rounded(x, digits: int = _DIGITS):
   return x
 
 
+def verdicts_of(kind: str) -> tuple[str, ...]:
+  """The verdicts a claim of `kind` can have: a target's are met / missed / within noise."""
+  return TARGET_VERDICTS if kind == "target" else VERDICTS
+
+
 def _claim(id, claim, paper, measured, kind, n_seeds, ci95, tolerance, verdict, **extra) -> dict:
   if kind not in KINDS:
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-  if verdict not in VERDICTS:
-    raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+  if verdict not in verdicts_of(kind):
+    raise ValueError(f"verdict must be one of {verdicts_of(kind)}, got {verdict!r}")
   if not isinstance(id, str) or not id or " " in id:
     raise ValueError(f"id must be a non-empty string without spaces, got {id!r}")
   return rounded({"id": id, "claim": claim, "paper": paper, "measured": measured, "kind": kind,
@@ -162,22 +171,47 @@ def arithmetic(id: str, claim: str, paper, measured: float, *, tolerance: float 
                 "reproduced" if ok else "not reproduced", unit=unit, at_least=at_least, relative=relative, note=note)
 
 
-def timing(id: str, claim: str, paper, measured: float, *, target: float, margin: float = 0.0, unit: str = "",
-           note: str = "") -> dict:
-  """A wall-clock measurement against a target (reproduced when measured >= target). One
-  benchmark run: its noise is the machine's. margin: the relative run-to-run noise of such a
-  run; a measurement within margin * target of the target is inconclusive, since one run
-  cannot tell on which side it lies."""
-  if not target > 0:
-    raise ValueError(f"target must be > 0, got {target!r}")
-  if not 0 <= margin < 1:
-    raise ValueError(f"margin must be in [0, 1), got {margin!r}")
-  if abs(measured - target) < margin * target:
-    verdict, why = "inconclusive", f"within {margin:.0%} of the target: one run cannot settle it"
+def _runs_interval(values, threshold: float, at_most: bool) -> tuple[float, list | None, str]:
+  """(mean, 95% t-interval over benchmark processes or None below MIN_RUNS, side): side is 'holds'
+  where the interval lies wholly on the claim's side of threshold (>= it, or <= with at_most),
+  'fails' where wholly on the other, 'open' otherwise."""
+  if not threshold > 0:
+    raise ValueError(f"threshold must be > 0, got {threshold!r}")
+  v = [float(x) for x in values]
+  if not v or not all(math.isfinite(x) for x in v):
+    raise ValueError(f"values must be finite measurements, one per benchmark process, got {values!r}")
+  mean, lo, hi = stats.paired_ci(v)
+  if len(v) < MIN_RUNS:
+    return mean, None, "open"
+  if at_most:
+    side = "holds" if hi <= threshold else "fails" if lo > threshold else "open"
   else:
-    verdict, why = ("reproduced" if measured >= target else "not reproduced"), ""
-  return _claim(id, claim, paper, float(measured), "timing", None, None, None, verdict, target=target,
-                margin=margin, unit=unit, why=why, note=note)
+    side = "holds" if lo >= threshold else "fails" if hi < threshold else "open"
+  return mean, [lo, hi], side
+
+
+def timing(id: str, claim: str, paper, values, *, threshold: float, at_most: bool = False, unit: str = "",
+           note: str = "") -> dict:
+  """One of the paper's wall-clock claims, measured once per benchmark process (`values`, at least
+  MIN_RUNS). Reproduced when the 95% interval of their mean lies wholly at or above threshold (at or
+  below with at_most), not reproduced when wholly on the other side, else inconclusive."""
+  mean, ci, side = _runs_interval(values, threshold, at_most)
+  verdict = {"holds": "reproduced", "fails": "not reproduced", "open": "inconclusive"}[side]
+  why = (f"{len(values)} benchmark process(es); at least {MIN_RUNS} are needed" if ci is None else
+         f"the interval contains the threshold {threshold:g}" if side == "open" else "")
+  return _claim(id, claim, paper, mean, "timing", None, ci, None, verdict, threshold=threshold,
+                relation="at most" if at_most else "at least", n_runs=len(values), per_run=[float(x) for x in values],
+                unit=unit, why=why, note=note)
+
+
+def target(id: str, claim: str, values, *, need: float, at_most: bool = False, unit: str = "", note: str = "") -> dict:
+  """A speed target this repository set itself (not the paper's), from one value per benchmark
+  process: met / missed when the 95% interval lies wholly on one side of `need`, else within noise."""
+  mean, ci, side = _runs_interval(values, need, at_most)
+  verdict = {"holds": "met", "fails": "missed", "open": "within noise"}[side]
+  return _claim(id, claim, "-", mean, "target", None, ci, None, verdict, threshold=need,
+                relation="at most" if at_most else "at least", n_runs=len(values),
+                per_run=[float(x) for x in values], unit=unit, note=note)
 
 
 def not_testable(id: str, claim: str, paper, kind: str, why: str) -> dict:
@@ -208,8 +242,9 @@ def check(claims: list[dict]) -> list[dict]:
     missing = [f for f in FIELDS if f not in c]
     if missing:
       raise ValueError(f"claim {c.get('id')!r} lacks {missing}")
-    if c["kind"] not in KINDS or c["verdict"] not in VERDICTS:
-      raise ValueError(f"claim {c['id']!r}: kind {c['kind']!r} / verdict {c['verdict']!r} not in {KINDS} / {VERDICTS}")
+    if c["kind"] not in KINDS or c["verdict"] not in verdicts_of(c["kind"]):
+      raise ValueError(f"claim {c['id']!r}: kind {c['kind']!r} / verdict {c['verdict']!r} not in "
+                       f"{KINDS} / {verdicts_of(c['kind']) if c['kind'] in KINDS else VERDICTS}")
     if c["kind"] == "trained" and c["verdict"] in ("reproduced", "not reproduced") and (c["n_seeds"] or 0) < MIN_SEEDS:
       raise ValueError(f"claim {c['id']!r} is decided from {c['n_seeds']} seed(s); at least {MIN_SEEDS} are needed")
   return claims

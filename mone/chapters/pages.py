@@ -287,11 +287,11 @@ def replace_block(text: str, block: str, start: str = "<!-- answer:start -->", e
 def changes(old: dict[str, list[dict]], new: dict[str, list[dict]]) -> str:
   """A Markdown table of every claim in either set ({chapter: claims}, as `claims.load` returns), in
   chapter order: its verdict and measurement (CI, seeds) in `old` and in `new`, and whether the
-  verdict changed, and whether the claim's test changed (its relation, tolerance or margin: a
+  verdict changed, and whether the claim's test changed (its relation, tolerance, margin or threshold: a
   verdict can then change without any new measurement) or only its wording. For comparing two
   profiles' results (`python -m mone.chapters claims --compare`): a reader sees where a retraining turned a verdict,
   whichever way, and what it rests on."""
-  test = lambda c: (c.get("relation"), c.get("tolerance"), c.get("margin", 0.0))
+  test = lambda c: (c.get("relation"), c.get("tolerance"), c.get("margin", 0.0), c.get("threshold"))
   rows, seen, changed, retested = [], set(), 0, 0
   for chapter in sorted(set(old) | set(new)):
     before = {c["id"]: c for c in old.get(chapter, [])}

@@ -12,7 +12,7 @@ import numpy as np
 
 from mone import results
 from mone.bench import micro, timing
-from mone.chapters import claims, experiments, plots
+from mone.chapters import experiments, plots
 from mone.configs import profiles
 
 _FULL = dict(variant="S/16", batch=[8, 32], train_batch=[8, 32], reps=7, video="B/16x2")
@@ -31,14 +31,6 @@ MODEL_STYLE = {"mone": dict(marker="o", color=plots.MODEL_COLORS["MoNE"], label=
                "matvit": dict(marker="s", color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
                "masked": dict(marker="X", color="k", label="naive masked MoNE")}
 PROJECTION_COLORS = {"qkv": "tab:blue", "out": "tab:orange", "mlp1": "tab:green", "mlp2": "tab:purple"}
-# One benchmark run's noise, relative: a median on these shared 2-core machines moves by 10-15% between
-# runs, and a load burst can hit one model's rounds (chapter 08, book/speed_notes.md). A target met or missed by less
-# than this is inconclusive until repeated runs settle it.
-ONE_RUN_MARGIN = 0.10
-# The paper on speed: it reports FLOPs (abstract, Sec. 5, conclusion) and times nothing.
-PAPER_SPEED = "FLOPs only: 'over two-fold' less inference compute, not timed"
-
-
 def bench_dir(profile: str):
   """Where a profile's benchmark files are: results/bench/ (smoke: results/smoke_bench/)."""
   return experiments.results_root() / ("smoke_bench" if profiles.check_profile(profile) == "smoke" else "bench")
@@ -117,13 +109,6 @@ def gpu_report(path, data: dict) -> list[str]:
   measured = ", ".join(dict.fromkeys(r["workload"] for r in rows))  # the args' variant is unused with --video-only
   return [f"{path.name}: {measured} in {data['args']['dtype']}; measured {m['date'][:10]} on {m['device']}, "
           f"jax {m['jax']}, code {m.get('code')}; complete: {data['complete']}"] + tables(rows, "workload", "mode", "batch")
-
-
-def metrics(profile: str, data: dict, checks: list[dict]) -> dict:
-  """The chapter's metrics.json: the benchmark file read, its machine, the target checks
-  (`mone.bench.targets.check_targets`) and whether all were met (none checked: not met)."""
-  return {"source": f"{bench_dir(profile).name}/cpu.json", "machine": data["machine"], "targets": checks,
-          "all_met": bool(checks) and all(c["ok"] for c in checks)}
 
 
 def speedup_panel(ax, rows, title: str):
@@ -277,16 +262,6 @@ def masked_summary(rows) -> list[str]:
     lines.append(f"naive masked MoNE, {r['mode']} batch {r['batch']} at e_c={r['e_c']}: speed-up {r['speedup']:.2f} "
                  f"(FLOP ratio of this MoNE: {ratio:.2f})")
   return lines
-
-
-def target_claims(checks, margin: float = ONE_RUN_MARGIN) -> list[dict]:
-  """One timing claim per target check (`mone.bench.targets.check_targets`), decided on the
-  stricter of its two readings; inconclusive within `margin` of the target (one run)."""
-  return [claims.timing(f"speed.{c['mode']}.{c['metric']}.ec{c['e_c']:g}.batch{c['batch']}".replace("ec0.", "ec0"),
-                        f"{c['workload']}, {c['mode']}, batch {c['batch']}: MoNE at e_c = {c['e_c']:g} reaches "
-                        f"{'an' if c['metric'][0] in 'aeiou' else 'a'} {c['metric']} of at least {c['target']:.2f}",
-                        PAPER_SPEED, min(c["measured"], c["strict"]), target=c["target"], margin=margin)
-          for c in checks]
 
 
 def speedup_summary(rows) -> list[str]:

@@ -15,7 +15,8 @@ from mone.chapters import claims as claims_lib
 from mone.chapters import significance
 
 VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
-                 "inconclusive": "inconclusive", "not testable": "not testable"}
+                 "inconclusive": "inconclusive", "not testable": "not testable",
+                 "met": "**met**", "missed": "**missed**", "within noise": "within noise"}
 
 
 def fmt_value(x, unit: str = "") -> str:
@@ -30,10 +31,13 @@ def fmt_value(x, unit: str = "") -> str:
 
 
 def fmt_ci(c) -> str:
-  """A claim's 95% CI as '[low, high]' in points, '-' where it has none."""
+  """A claim's 95% CI as '[low, high]' (in points with their sign; a timing's or a target's at 3
+  significant digits), '-' where it has none."""
   if not c.get("ci95"):
     return "-"
   lo, hi = c["ci95"]
+  if c.get("kind") in ("timing", "target"):
+    return f"[{lo:.3g}, {hi:.3g}]"
   return f"[{lo:+.2f}, {hi:+.2f}]"
 
 
@@ -59,13 +63,15 @@ def measured_cell(c) -> str:
     out += f", 95% CI {fmt_ci(c)}" + (" (Welch, unpaired)" if c.get("test") == "welch" else "")
   if c["n_seeds"]:
     out += f", {c['n_seeds']} seed{'s' * (c['n_seeds'] != 1)}"
+  if c.get("n_runs"):
+    out += f", {c['n_runs']} benchmark processes, {c['relation']} {c['threshold']:g} needed"
   if c.get("p_value") is not None:
     out += f", p = {c['p_value']:.2g}"
   if "seeds_to_decide" in c and c["verdict"] == "inconclusive" and c["n_seeds"] >= claims_lib.MIN_SEEDS:
     n = c["seeds_to_decide"]
     way = {"reproduced": "reproduce it", "not reproduced": "rule it out"}[claims_lib.would_decide(c)]
     out += (f"; about {n} seeds for 80% power to {way}" if n
-            else f"; more than 100 seeds for 80% power at this mean and spread")
+            else "; more than 100 seeds for 80% power at this mean and spread")
   if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
     out += f" ({c['why']})"
   return out
@@ -75,10 +81,12 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
   """A Markdown (MyST) table of claims, the verdict first: verdict, family-wise verdict (Holm over
   every trained claim, `mone.chapters.significance`), claim (with its id), the paper's number,
   ours (with the 95% CI of the difference, the seeds and the p-value). link: the chapter's document path, for the landing page (each
-  id then links to its chapter with a {doc} role)."""
+  id then links to its chapter with a {doc} role). This repository's own speed targets (kind
+  'target') are no claims of the paper: they follow in a table of their own (`target_table`)."""
+  targets = [c for c in claims if c["kind"] == "target"]
   head = "| Verdict | Family-wise | Claim | Paper | Ours |\n| --- | --- | --- | --- | --- |\n"
   rows = []
-  for c in claims:
+  for c in (c for c in claims if c["kind"] != "target"):
     ident = f"[`{c['id']}`]({link}.ipynb)" if link else f"`{c['id']}`"
     familywise = VERDICT_LABEL[c["verdict_familywise"]] if "verdict_familywise" in c else "-"
     verdict = VERDICT_LABEL[claims_lib.counted_verdict(c)]
@@ -90,14 +98,30 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
       verdict += " (exploratory)"
       ours += f". Exploratory: {c['exploratory']}"
     cells = [verdict, familywise, f"{c['claim']} ({ident})", str(c["paper"]), ours]
-    rows.append("| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |")
-  return head + "\n".join(rows) + "\n"
+    rows.append(_row(cells))
+  paper = head + "\n".join(rows) + "\n" if rows or not targets else ""
+  return paper + ("\n" * bool(paper) + target_table(targets) if targets else "")
 
 
-# Each kind of claim, as the tallies name it: (label, an aside after its count)
+def _row(cells) -> str:
+  return "| " + " | ".join(s.replace("|", "\\|").replace("\n", " ") for s in cells) + " |"
+
+
+def target_table(targets: list[dict]) -> str:
+  """This repository's speed targets (kind 'target'), apart from the paper's claims: each with its
+  mean over benchmark processes, the 95% CI, every process's value, and met / missed / within noise."""
+  head = (f"**This repository's own speed targets** (not the paper's; {counts(targets)}):\n\n"
+          "| Verdict | Target | Mean, 95% CI | Per benchmark process |\n| --- | --- | --- | --- |\n")
+  return head + "\n".join(_row([VERDICT_LABEL[c["verdict"]], f"{c['claim']} (`{c['id']}`)",
+                                 f"{c['measured']:.3g}, {fmt_ci(c)}", ", ".join(f"{v:.3g}" for v in c["per_run"])])
+                            for c in targets) + "\n"
+
+
+# Each kind of claim the tallies count, as they name it: (label, an aside after its count). This
+# repository's speed targets (kind 'target') are not the paper's claims: no tally counts them.
 KIND_LABEL = {"trained": ("Trained comparisons", ""),
               "arithmetic": ("Arithmetic checks", "; they hold by construction: FLOPs, budgets"),
-              "timing": ("Timing targets", "; set by this repository, not by the paper")}
+              "timing": ("Wall-clock claims", "; the paper's timings, measured on this repository's machine")}
 
 
 def counts_by_kind(claims: list[dict]) -> str:
@@ -105,7 +129,7 @@ def counts_by_kind(claims: list[dict]) -> str:
   kind of claim apart, trained claims first (with their family-wise tally), since a check that
   holds by construction or a target of our own says nothing about the paper."""
   parts = []
-  for kind in claims_lib.KINDS:
+  for kind in KIND_LABEL:
     cs = [c for c in claims if c["kind"] == kind]
     if not cs:
       continue
@@ -124,12 +148,13 @@ def chapter_counts(claims: list[dict]) -> str:
   """A chapter's tally by kind of claim, short, trained claims first: 'trained: 2 reproduced,
   1 inconclusive; arithmetic: 2 reproduced' (a chapter heading's line on the landing page)."""
   return "; ".join(f"{KIND_LABEL[k][0].split()[0].lower()}: {counts(cs)}"
-                   for k in claims_lib.KINDS if (cs := [c for c in claims if c["kind"] == k]))
+                   for k in KIND_LABEL if (cs := [c for c in claims if c["kind"] == k]))
 
 
 def counts(claims: list[dict]) -> str:
-  """'3 reproduced, 1 not reproduced, ...' over claims, in `claims.VERDICTS` order."""
-  n = {v: sum(claims_lib.counted_verdict(c) == v for c in claims) for v in claims_lib.VERDICTS}
+  """'3 reproduced, 1 not reproduced, ...' over claims, in `claims.VERDICTS` order (targets': met,
+  missed, within noise)."""
+  n = {v: sum(claims_lib.counted_verdict(c) == v for c in claims) for v in claims_lib.VERDICTS + claims_lib.TARGET_VERDICTS}
   return ", ".join(f"{k} {v}" for v, k in n.items() if k)
 
 

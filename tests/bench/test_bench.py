@@ -199,15 +199,18 @@ def test_measure_runs_what_the_command_line_runs_and_refuses_unknown_options(tmp
   assert out["args"]["matmul"] and out["args"]["batch"] == [2]
   with pytest.raises(ValueError, match="unknown benchmark option.*'batches'"):
     cli.measure(tmp_path / "x.json", batches=[2])
-  with pytest.raises(ValueError, match="--block and --matmul time different things"):
+  with pytest.raises(ValueError, match="--block, --matmul and --routing time different things"):
     cli.measure(tmp_path / "x.json", block=True, matmul=True)
+  with pytest.raises(ValueError, match="--video-image-size must be a positive number of pixels, got 0"):
+    cli.measure(tmp_path / "x.json", video="tiny/8x2", video_image_size=0)
   assert not (tmp_path / "x.json").exists()
 
 
 def test_the_command_line_refuses_block_and_matmul_together(tmp_path, capsys):
-  with pytest.raises(SystemExit) as exit_info:
-    cli.main(["--block", "--matmul", "--json", str(tmp_path / "x.json")])
-  assert exit_info.value.code == 2 and "--block and --matmul time different things" in capsys.readouterr().err
+  for pair in (["--block", "--matmul"], ["--matmul", "--routing"]):
+    with pytest.raises(SystemExit) as exit_info:
+      cli.main([*pair, "--json", str(tmp_path / "x.json")])
+    assert exit_info.value.code == 2 and "--block, --matmul and --routing time different things" in capsys.readouterr().err
   assert not (tmp_path / "x.json").exists()
   assert cli.command_line(variant="tiny/8", batch=[2], block=True, no_matvit=False) == \
       "python -m mone.bench --variant tiny/8 --batch 2 --block"
@@ -434,3 +437,23 @@ def test_relative_errors_are_normwise_per_leaf():
   assert np.isclose(worst, 1.0)  # b's reference is zero: measured against 1e-6 x the largest leaf norm (5)
   assert np.isclose(whole, np.hypot(0.5, 5e-6) / 5.0)
   assert correctness.rel_errors(ref, ref) == (0.0, 0.0)
+
+
+def test_routing_rows_time_the_models_own_router_against_its_forward(tmp_path):
+  """The routing row runs the MoNE model's own router (its parameters, Algorithm 1's counts) and
+  its share is its median over the forward's, in one file written like the block rows."""
+  out = cli.measure(tmp_path / "r.json", routing=True, variant="tiny/8", batch=[2], e_c=[0.3], reps=3)
+  fwd, rt = out["rows"]
+  assert (fwd["model"], rt["model"]) == ("mone", "routing") and fwd["share"] == 1.0
+  assert rt["share"] == pytest.approx(rt["median_ms"] / fwd["median_ms"]) and rt["reps"] == 3
+  assert out["args"]["routing"] and out["workload"] == "ViT-tiny/8 routing"
+
+
+def test_the_video_frame_size_reaches_the_video_workload(tmp_path):
+  """--video-image-size sets the clip's frames (the paper's SSv2 clip is 256 px); without it the
+  variant's own size stays (tiny/8x2: 32 px)."""
+  base = dict(video="tiny/8x2", video_only=True, video_frames=2, video_batch=[1], video_e_c=[0.3], mode=["forward"], reps=1)
+  small = cli.measure(tmp_path / "a.json", **base)
+  big = cli.measure(tmp_path / "b.json", **base, video_image_size=64)
+  assert small["workload"].endswith("2x32px") and big["workload"].endswith("2x64px")
+  assert big["rows"][0]["gflops"] > 3.9 * small["rows"][0]["gflops"]  # 4x the tokens per frame

@@ -84,26 +84,46 @@ def test_decide_rejects_bad_input():
     stats.decide("beats", -1, 1, -0.5)
 
 
-def test_arithmetic_and_timing():
+def test_arithmetic():
   assert claims.arithmetic("a.f", "c", 376.3, 376.29, tolerance=0.1)["verdict"] == "reproduced"
   assert claims.arithmetic("a.f", "c", 376.3, 380.0, tolerance=0.005, relative=True)["verdict"] == "not reproduced"
   assert claims.arithmetic("a.r", "c", "about 2x", 2.08, at_least=1.8)["verdict"] == "reproduced"
-  t = claims.timing("t.x", "c", "-", 0.71, target=0.85)
-  assert t["verdict"] == "not reproduced" and t["kind"] == "timing" and t["ci95"] is None
 
 
-def test_timing_within_its_margin_is_inconclusive():
-  # 0.8349 is 7% short of 0.90: one run with 10% run-to-run noise cannot settle it; 0.71 is 17% short.
-  near = claims.timing("t.n", "c", "-", 0.8349, target=0.90, margin=0.10)
-  assert near["verdict"] == "inconclusive" and "within 10% of the target" in near["why"]
-  assert claims.timing("t.n", "c", "-", 0.8349, target=0.90)["verdict"] == "not reproduced"  # no margin: as before
-  assert claims.timing("t.f", "c", "-", 0.71, target=0.85, margin=0.10)["verdict"] == "not reproduced"
-  assert claims.timing("t.o", "c", "-", 1.072, target=0.95, margin=0.10)["verdict"] == "reproduced"
-  assert "one run cannot settle it" in verdicts.markdown_table([near])
-  with pytest.raises(ValueError, match="margin must be in"):
-    claims.timing("t.x", "c", "-", 0.9, target=0.9, margin=1.5)
-  with pytest.raises(ValueError, match="target must be > 0"):
-    claims.timing("t.x", "c", "-", 0.9, target=0.0)
+def test_timing_is_decided_from_the_interval_over_benchmark_processes():
+  """t-interval of the mean of one value per process (3 values: t = 4.303): reproduced wholly at or
+  above the threshold, not reproduced wholly below, inconclusive across it or below MIN_RUNS."""
+  hi = claims.timing("t.h", "c", "-", [2.0, 2.1, 2.2], threshold=1.77)
+  assert hi["verdict"] == "reproduced" and hi["kind"] == "timing" and hi["n_runs"] == 3
+  assert hi["ci95"] == pytest.approx([2.1 - 4.303 * 0.1 / 3 ** 0.5, 2.1 + 4.303 * 0.1 / 3 ** 0.5], abs=1e-3)
+  assert claims.timing("t.l", "c", "-", [1.5, 1.6, 1.55], threshold=1.77)["verdict"] == "not reproduced"
+  across = claims.timing("t.a", "c", "-", [1.6, 2.0, 1.8], threshold=1.77)
+  assert across["verdict"] == "inconclusive" and "contains the threshold 1.77" in across["why"]
+  two = claims.timing("t.2", "c", "-", [2.5, 2.6], threshold=1.77)
+  assert two["verdict"] == "inconclusive" and two["ci95"] is None and "at least 3 are needed" in two["why"]
+  # at_most: a share of the time that must stay below the threshold
+  assert claims.timing("t.s", "c", "-", [0.1, 0.12, 0.11], threshold=0.3, at_most=True)["verdict"] == "reproduced"
+  assert claims.timing("t.s", "c", "-", [0.5, 0.52, 0.51], threshold=0.3, at_most=True)["verdict"] == "not reproduced"
+  assert "3 benchmark processes, at least 1.77 needed" in verdicts.markdown_table([hi])
+  with pytest.raises(ValueError, match="threshold must be > 0"):
+    claims.timing("t.x", "c", "-", [1.0, 1.0, 1.0], threshold=0.0)
+  with pytest.raises(ValueError, match="values must be finite measurements, one per benchmark process"):
+    claims.timing("t.x", "c", "-", [1.0, float("nan"), 1.0], threshold=1.0)
+
+
+def test_a_target_is_met_missed_or_within_noise_and_never_counted_as_a_reproduction():
+  met = claims.target("s.m", "c", [1.0, 1.02, 0.98], need=0.95)
+  missed = claims.target("s.x", "c", [0.7, 0.72, 0.71], need=0.85)
+  noise = claims.target("s.n", "c", [0.9, 1.0, 0.95], need=0.95)
+  assert [c["verdict"] for c in (met, missed, noise)] == ["met", "missed", "within noise"]
+  assert met["kind"] == "target" and met["paper"] == "-"
+  with pytest.raises(ValueError, match="verdict must be one of \\('met', 'missed', 'within noise'\\)"):
+    claims._claim("s.y", "c", "-", 1.0, "target", None, None, None, "reproduced")
+  trained = claims.arithmetic("a.f", "c", 1.0, 1.0)
+  assert verdicts.counts_by_kind([met, missed, trained]) == "Arithmetic checks (1; they hold by construction: FLOPs, budgets): 1 reproduced."
+  table = verdicts.markdown_table([trained, met, missed, noise])
+  assert table.count("| Verdict | Family-wise |") == 1 and "This repository's own speed targets** (not the paper's; 1 met, 1 missed, 1 within noise)" in table
+  assert "| **met** | c (`s.m`) | 1, [0.95, 1.05] | 1, 1.02, 0.98 |" in table
 
 
 def test_claims_keep_four_significant_digits():
@@ -247,13 +267,13 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
   assert "| (no such claim) | **not reproduced**" in rows["fig3.new"] and "| (no such claim) | **changed** |" in rows["fig6.gone"]
   with pytest.raises(ValueError, match="more than one chapter"):
     pages.changes({**old, "07_figure7": old["03_figure3"]}, {})
-  # A verdict that changed because the claim's test changed (here a timing margin) says so; a reworded claim too.
-  retest = pages.changes({"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95)]},
-                          {"08": [claims.timing("s.t", "c", "p", 0.94, target=0.95, margin=0.1)]})
+  # A verdict that changed because the claim's test changed (here a timing's threshold) says so; a reworded claim too.
+  retest = pages.changes({"08": [claims.timing("s.t", "c", "p", [0.94] * 3, threshold=0.95)]},
+                          {"08": [claims.timing("s.t", "c", "p", [0.94] * 3, threshold=0.9)]})
   assert retest.startswith("1 claims, 1 with a different verdict, 1 of them because the claim's test changed.")
   assert retest.splitlines()[-1].endswith("| **changed** (the test changed) |")
-  reword = pages.changes({"08": [claims.timing("s.t", "c", "p", 1.0, target=0.95)]},
-                          {"08": [claims.timing("s.t", "c2", "p", 1.0, target=0.95)]})
+  reword = pages.changes({"08": [claims.timing("s.t", "c", "p", [1.0] * 3, threshold=0.95)]},
+                          {"08": [claims.timing("s.t", "c2", "p", [1.0] * 3, threshold=0.95)]})
   assert reword.startswith("1 claims, 0 with a different verdict.") and reword.splitlines()[-1].endswith("| same (reworded) |")
   # the command line, between two results folders
   for root, chapters in (("old", old), ("new", new)):
@@ -294,7 +314,7 @@ def test_the_landing_answer_counts_kinds_apart_and_leads_with_the_headline():
                             relation="matches", tolerance=1.0),
              claims.trained("b", "beats", "p", {0: 5.0, 1: 5.2, 2: 4.9}, relation="beats", tolerance=0.0)]
   other = [claims.arithmetic("c", "flops", 2.0, 2.2, at_least=1.8),
-           claims.timing("d", "fast", 2.0, 1.0, target=2.0) if hasattr(claims, "timing") else claims.arithmetic("d", "x", 1.0, 0.5)]
+           claims.timing("d", "fast", 2.0, [1.0] * 3, threshold=2.0)]
   everything = [c for cs in significance.annotate({"ch": trained + other}).values() for c in cs]
   tally = verdicts.counts_by_kind(everything)
   assert tally.startswith("Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2")
@@ -339,16 +359,18 @@ def test_the_tallies_count_each_kind_of_claim_apart_on_the_landing_page_and_in_e
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   cs = [claims.trained("fig9.a", "c", "p", _seeds([3.0, 4.0, 5.0]), relation="beats", tolerance=0.0),
         claims.trained("fig9.b", "c", "p", _seeds([3.0, -4.0, 5.0]), relation="beats", tolerance=0.0),
-        claims.arithmetic("fig9.c", "c", 1.0, 1.0), claims.timing("fig9.d", "c", "-", 0.5, target=0.9)]
-  assert verdicts.chapter_counts(cs) == "trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced"
-  assert verdicts.chapter_counts(cs[2:]) == "arithmetic: 1 reproduced; timing: 1 not reproduced"  # kinds it lacks: left out
+        claims.arithmetic("fig9.c", "c", 1.0, 1.0), claims.timing("fig9.d", "c", "-", [0.5] * 3, threshold=0.9),
+        claims.target("fig9.e", "c", [0.5] * 3, need=0.9)]  # this repository's own target: no tally counts it
+  assert verdicts.chapter_counts(cs) == "trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; wall-clock: 1 not reproduced"
+  assert verdicts.chapter_counts(cs[2:]) == "arithmetic: 1 reproduced; wall-clock: 1 not reproduced"  # kinds it lacks: left out
   tally = verdicts.counts_by_kind(cs)
   assert tally == ("Trained comparisons (2): 1 reproduced, 1 inconclusive. "
                    "Arithmetic checks (1; they hold by construction: FLOPs, budgets): 1 reproduced. "
-                   "Timing targets (1; set by this repository, not by the paper): 1 not reproduced.")
+                   "Wall-clock claims (1; the paper's timings, measured on this repository's machine): 1 not reproduced.")
   claims.write(cs, "09_figure9")
   page = pages.tables_page()
-  assert "09_figure9.ipynb)**: trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; timing: 1 not reproduced\n" in page
+  assert "09_figure9.ipynb)**: trained: 1 reproduced, 1 inconclusive; arithmetic: 1 reproduced; wall-clock: 1 not reproduced\n" in page
+  assert "speed targets** (not the paper's; 1 missed)" in page
   assert "Trained comparisons (2): 1 reproduced, 1 inconclusive; family-wise over the 2 with 3 or more seeds" in page
 
 

@@ -1,13 +1,13 @@
-"""Chapter 08's module (`mone.chapters.speed`): the timing claims it decides from the target checks,
-its metrics, and what it prints of each benchmark file (synthetic rows and the committed files; no
-benchmark is run)."""
+"""Chapter 08's modules (`mone.chapters.speed`, `.speed_claims`): the wall-clock claims and targets
+decided from repeated benchmark files, and what the chapter prints of each benchmark file (synthetic
+rows and the committed files; no benchmark is run)."""
 from pathlib import Path
 
 import pytest
 
 from mone import results
-from mone.bench import micro, targets
-from mone.chapters import speed
+from mone.bench import micro
+from mone.chapters import speed, speed_claims
 
 
 def _row(workload="ViT-S/16", mode="forward", batch=8, model="mone", e_c=0.3, median_ms=100.0, flop_ratio=3.0,
@@ -18,49 +18,56 @@ def _row(workload="ViT-S/16", mode="forward", batch=8, model="mone", e_c=0.3, me
           "flop_ratio": flop_ratio, "efficiency": speedup / flop_ratio, "note": "", "load_1m": list(load)}
 
 
-def _check(**kw) -> dict:
-  """One target check (`mone.bench.targets.check_targets`)."""
-  return {"workload": "ViT-S/16", "mode": "forward", "batch": 8, "e_c": 0.3, "metric": "efficiency", "target": 0.85,
-          "measured": 0.95, "strict": 0.95, "ok": True, **kw}
+def _repeated(speedups=(3.0, 2.9, 3.1), full_ms=(310.0, 290.0, 305.0), shares=(0.001, 0.0012, 0.0011)) -> dict:
+  """Three processes' files as `mone.bench.repeats` writes them: ViT targets, the video clip at
+  three capacities (latency exactly linear in FLOPs) and routing's share."""
+  def targets_rows(speedup, full):
+    return [_row(model="dense", e_c=None, median_ms=300.0, flop_ratio=1.0, speedup=1.0),
+            _row(e_c=1.0, median_ms=full, flop_ratio=1.0, speedup=300 / full),
+            _row(e_c=0.3, median_ms=300 / speedup, flop_ratio=3.0, speedup=speedup)]
+
+  def video_rows(k):
+    rows = []
+    for model, e_c, gflops in (("dense", None, 300.0), ("mone", 0.3, 100.0), ("mone", 1.0, 300.0)):
+      r = _row(workload="ViViT-B/16x2 32x256px", model=model, e_c=e_c, median_ms=k * (5 + gflops), flop_ratio=300 / gflops)
+      rows.append({**r, "gflops": gflops, "speedup": (5 + 300) / (5 + gflops)})
+    return rows
+
+  return {"targets": [{"rows": targets_rows(s, f), "machine": {"date": "2026-12-01T10:00"}} for s, f in zip(speedups, full_ms)],
+          "video": [{"rows": video_rows(k), "machine": {"date": "2026-12-01T10:00", "load_avg": [0.1]}} for k in (1.0, 1.1, 0.9)],
+          "routing": [{"rows": [{"workload": "ViT-B/16 routing", "model": "mone", "e_c": 0.3, "batch": 8, "median_ms": 500.0, "share": 1.0},
+                                {"workload": "ViT-B/16 routing", "model": "routing", "e_c": 0.3, "batch": 8, "median_ms": 500 * s, "share": s}]}
+                      for s in shares]}
 
 
-def test_a_target_is_a_timing_claim_decided_on_its_stricter_reading():
-  met, missed, near, train = speed.target_claims([
-      _check(), _check(batch=32, measured=0.9, strict=0.6, ok=False), _check(e_c=0.5, measured=0.82, strict=0.82, ok=False),
-      _check(mode="train", e_c=1.0, metric="speedup", target=0.95, measured=1.2, strict=1.2)])
-  assert [c["kind"] for c in (met, missed, near, train)] == ["timing"] * 4
-  assert met["id"] == "speed.forward.efficiency.ec03.batch8" and met["verdict"] == "reproduced" and met["measured"] == 0.95
-  # against the fastest full-width model the efficiency is 0.6, whatever the dense row gave
-  assert missed["measured"] == 0.6 and missed["verdict"] == "not reproduced"
-  # 3.5% short of the target: inside one run's noise
-  assert near["id"] == "speed.forward.efficiency.ec05.batch8" and near["verdict"] == "inconclusive"
-  assert near["margin"] == speed.ONE_RUN_MARGIN and "one run cannot settle it" in near["why"]
-  assert train["id"] == "speed.train.speedup.ec1.batch8" and "reaches a speedup of at least 0.95" in train["claim"]
-  assert "reaches an efficiency of at least 0.85" in met["claim"] and met["paper"] == speed.PAPER_SPEED
-  assert speed.target_claims([_check(measured=0.8, strict=0.8)], margin=0.0)[0]["verdict"] == "not reproduced"
-  assert speed.target_claims([]) == []
+def test_the_papers_three_wall_clock_claims_from_three_processes():
+  video, linear, share = speed_claims.paper_claims(_repeated())
+  assert [c["kind"] for c in (video, linear, share)] == ["timing"] * 3
+  # speed-up 305 / 105 = 2.905 in every process: well above 1.97 x 0.9
+  assert video["verdict"] == "reproduced" and video["measured"] == pytest.approx(2.905, abs=1e-3)
+  assert video["threshold"] == pytest.approx(1.773) and "FLOP ratio at e_c = 0.3 is 3.00" in video["note"]
+  assert linear["verdict"] == "reproduced" and linear["per_run"] == pytest.approx([1.0] * 3)
+  assert speed_claims.linear_fit(_repeated()["video"][1]["rows"]) == pytest.approx(
+      {"slope_ms_per_gflop": 1.1, "intercept_ms": 5.5, "r2": 1.0})
+  assert share["unit"] == "%" and share["per_run"] == pytest.approx([0.1, 0.12, 0.11]) and share["verdict"] == "reproduced"
+  assert share["relation"] == "at most" and "ViT-B/16 MoNE forward at e_c = 0.3, batch 8" in share["claim"]
 
 
-def test_targets_from_benchmark_rows_become_claims():
-  dense = _row(model="dense", e_c=None, median_ms=300.0, flop_ratio=1.0, speedup=1.0)
-  full = _row(e_c=1.0, median_ms=310.0, flop_ratio=1.0, speedup=300 / 310)
-  mone = _row(e_c=0.3, median_ms=100.0, flop_ratio=3.0, speedup=3.0)  # efficiency 1.0
-  checks = targets.check_targets([dense, full, mone], "ViT-S/16")
-  by_id = {c["id"]: c for c in speed.target_claims(checks)}
-  assert by_id["speed.forward.efficiency.ec03.batch8"]["verdict"] == "reproduced"
-  assert by_id["speed.forward.speedup.ec1.batch8"]["verdict"] == "inconclusive"  # 0.968 against 0.95: within 10%
-
-
-def test_metrics_record_the_file_read_and_whether_every_target_was_met():
-  data = {"machine": {"cpu_model": "x"}}
-  m = speed.metrics("small", data, [_check(), _check(batch=32)])
-  assert m == {"source": "bench/cpu.json", "machine": {"cpu_model": "x"}, "targets": [_check(), _check(batch=32)],
-               "all_met": True}
-  assert speed.metrics("smoke", data, [_check(), _check(ok=False)])["source"] == "smoke_bench/cpu.json"
-  assert speed.metrics("smoke", data, [_check(), _check(ok=False)])["all_met"] is False
-  assert speed.metrics("small", data, [])["all_met"] is False  # nothing checked is nothing met
-  with pytest.raises(ValueError, match="profile"):
-    speed.metrics("huge", data, [])
+def test_targets_are_decided_over_processes_on_their_stricter_reading():
+  by_id = {c["id"]: c for c in speed_claims.target_claims(_repeated())}
+  eff = by_id["speed.forward.efficiency.ec03.batch8"]
+  assert eff["kind"] == "target" and eff["verdict"] == "met" and eff["per_run"] == pytest.approx([1.0, 290 / (300 / 2.9) / 3, 1.0333], abs=1e-3)
+  # against the fastest full-width model: MoNE at e_c = 1.0 beat the dense row in process 2 (290 < 300 ms)
+  full = by_id["speed.forward.speedup.ec1.batch8"]
+  assert full["per_run"] == pytest.approx([300 / 310, 300 / 290, 300 / 305], abs=1e-3) and full["verdict"] == "within noise"
+  slow = {c["id"]: c for c in speed_claims.target_claims(_repeated(speedups=(2.0, 2.1, 1.9)))}
+  assert slow["speed.forward.efficiency.ec03.batch8"]["verdict"] == "missed"
+  m = speed_claims.metrics(_repeated(), list(by_id.values()))
+  assert m["runs"] == 3 and m["all_targets_met"] is False and [c["id"] for c in m["claims"]] == list(by_id)
+  with pytest.raises(ValueError, match="measured different groups"):
+    rep = _repeated()
+    rep["targets"][2]["rows"] = rep["targets"][2]["rows"][:2]
+    speed_claims.target_values(rep)
 
 
 def test_tables_are_one_per_group_in_order_of_appearance():
