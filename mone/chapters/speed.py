@@ -278,3 +278,24 @@ def speedup_summary(rows) -> list[str]:
               for r in group if r["model"] == "matvit"]
     lines.append(line + (f"; MatViT's sub-models nearest in FLOPs: {', '.join(nested)}" if nested else ""))
   return lines
+
+
+def gpu_findings(gpus: dict) -> list[str]:
+  """One line per (workload, mode) over every committed GPU file (`gpu_benchmarks`): the range of
+  MoNE's speed-ups below e_c = 1 beside the range of its FLOP ratios, and MatViT's sub-models' speed-ups
+  at theirs: the numbers behind the chapter's reading of the GPU runs."""
+  rows = [{**r, "file": p.name} for p, g in gpus.items() for r in g["rows"] if r.get("speedup") is not None]
+  lines = []
+  span = lambda xs: f"{min(xs):.2f}-{max(xs):.2f}" if min(xs) != max(xs) else f"{xs[0]:.2f}"
+  for wl, mode in groups(rows, "workload", "mode"):
+    sel = [r for r in rows if (r["workload"], r["mode"]) == (wl, mode)]
+    mone = [r for r in sel if r["model"] == "mone" and r["e_c"] != 1.0]
+    nested = [r for r in sel if r["model"] == "matvit"]
+    files = ", ".join(dict.fromkeys(r["file"] for r in sel))
+    line = (f"{wl}, {mode} ({files}): MoNE's speed-up over the dense model {span([r['speedup'] for r in mone])}x "
+            f"at {span([r['flop_ratio'] for r in mone])}x fewer FLOPs")
+    if nested:
+      line += (f"; MatViT's sub-models' {span([r['speedup'] for r in nested])}x at "
+               f"{span([r['flop_ratio'] for r in nested])}x fewer FLOPs")
+    lines.append(line)
+  return lines
