@@ -4,8 +4,8 @@ on one process's medians (a median on a shared 2-core machine moves by 10-15% be
 
   python -m mone.bench.repeats [--profile small] [--runs 3] [--recompute]
 
-writes results/bench/repeats/{targets,video,routing}-<i>.json (each atomically; a file already there
-is kept, so a killed run resumes at the file it was measuring). What is decided from them, and the
+writes results/bench/repeats/{targets,video,routing}-<i>.json (each atomically, after every group; a
+complete file is kept, so a killed run resumes with the file it was measuring). What is decided from them, and the
 tests fixed before measuring: `mone.chapters.speed_claims`.
 """
 import argparse
@@ -59,12 +59,18 @@ def commands(profile: str, runs: int = RUNS) -> list[tuple[str, list[str]]]:
   return out
 
 
+def complete(path) -> bool:
+  """Whether a benchmark file is there and was written to its end (the benchmark saves a partial
+  one after every group)."""
+  return path.exists() and bool(results.read_json(path).get("complete"))
+
+
 def measure(profile: str, runs: int = RUNS, recompute: bool = False, in_process: bool = False, log=print) -> None:
-  """Runs every process whose file is not written yet (every one with recompute). in_process: in
+  """Runs every process whose file is not complete (every one with recompute). in_process: in
   this process instead, tables silenced (the smoke profile's tiny models, where starting a process
   would take longer than measuring)."""
   for name, argv in commands(profile, runs):
-    if (directory(profile) / name).exists() and not recompute:
+    if complete(directory(profile) / name) and not recompute:
       continue
     log(f"measuring {name}: python {' '.join(argv[1:])}", flush=True)
     if in_process:
@@ -75,8 +81,9 @@ def measure(profile: str, runs: int = RUNS, recompute: bool = False, in_process:
 
 
 def load(profile: str, runs: int = RUNS) -> dict[str, list[dict]]:
-  """{'targets' | 'video' | 'routing': the benchmark of each process}; raises where one is missing."""
-  missing = [n for n, _ in commands(profile, runs) if not (directory(profile) / n).exists()]
+  """{'targets' | 'video' | 'routing': the benchmark of each process}; raises where one is missing
+  or incomplete."""
+  missing = [n for n, _ in commands(profile, runs) if not complete(directory(profile) / n)]
   if missing:
     raise FileNotFoundError(f"no repeated benchmark {missing} under {directory(profile)}: run "
                             f"python -m mone.bench.repeats --profile {profile}")

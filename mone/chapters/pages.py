@@ -76,6 +76,36 @@ def family_lines(trained: list[dict]) -> list[str]:
   return lines
 
 
+def wall_clock_line(claims: list[dict], doc_prefix: str = "notebooks/", gpu: dict | None = None) -> str:
+  """One line on speed (kind 'timing'): the paper's wall-clock claims as tested on this repository's
+  machine, each with its mean, interval and verdict, then what the committed GPU runs show (`gpu`:
+  chapter 08's `speed.gpu_ranges`, in its metrics.json) and where they are read. Empty where no
+  chapter tested one."""
+  ts = [c for c in claims if c["kind"] == "timing"]
+  if not ts:
+    return ""
+  each = "; ".join(f"`{c['id']}` {verdicts.fmt_value(c['measured'], c.get('unit', ''))} {verdicts.fmt_ci(c)}: "
+                   f"{c['verdict']}" for c in ts)
+  chapter = next((c["chapter"] for c in ts if c.get("chapter")), None)
+  span = lambda lo_hi: f"{lo_hi[0]:.2f}-{lo_hi[1]:.2f}x"
+  where = ""
+  if gpu and "forward" in gpu:
+    where = (f" On {' and '.join(d.removeprefix('1 x NVIDIA ').split(' ')[0] for d in gpu['devices'])} GPUs (one process "
+             f"each) MoNE's forward ran at {span(gpu['forward']['speedup'])} the dense model's speed with "
+             f"{span(gpu['forward']['flop_ratio'])} fewer FLOPs"
+             + (f", its training step at {span(gpu['train']['speedup'])}" if "train" in gpu else "") + ".")
+  if chapter:
+    where += f" [Chapter 08]({doc_prefix}{chapter}.ipynb) reads both."
+  return (f"**Wall-clock** (the paper's timings on a V100, tested on this repository's 2-core CPU in three "
+          f"benchmark processes; {len(ts)} claim{'s' * (len(ts) != 1)}): {verdicts.counts(ts)}. {each}.{where}")
+
+
+def _gpu(root: Path) -> dict | None:
+  """Chapter 08's summary of the committed GPU runs (`speed.gpu_ranges`), None where it has none."""
+  path = root / "08_wallclock_speed" / "metrics.json"
+  return json.loads(path.read_text()).get("gpu") if path.exists() else None
+
+
 def training_context(root: Path) -> str:
   """What a reader needs beside the headline: it compares models at equal training steps, as the
   paper does, while on this profile more training helps every model (chapter 03's files: MatViT
@@ -131,7 +161,7 @@ def landing(root: Path | None = None, figure: str | None = None, tables: str = "
   chapters = significance.annotate(claims_lib.load(root))
   everything = [{**c, "chapter": chapter} for chapter, cs in chapters.items() for c in cs]
   trained = [c for c in everything if c["kind"] == "trained"]
-  out = [line + "\n" for line in family_lines(trained)]
+  out = [line + "\n" for line in family_lines(trained) + [wall_clock_line(everything, gpu=_gpu(root))] if line]
   head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
   if head and head.get("ci95"):
     n = head.get("seeds_to_decide")
@@ -158,8 +188,10 @@ def readme_block(root: Path | None = None) -> str:
   """The README's answer, between its `<!-- answer:start -->` and `<!-- answer:end -->` lines: the
   families' lines and the headline, linking to the full tables, a page of plain Markdown tables."""
   root = Path(root) if root is not None else results.results_root()
-  trained = [c for cs in significance.annotate(claims_lib.load(root)).values() for c in cs if c["kind"] == "trained"]
-  lines = "\n\n".join(family_lines(trained))
+  chapters = significance.annotate(claims_lib.load(root))
+  trained = [c for cs in chapters.values() for c in cs if c["kind"] == "trained"]
+  timed = [{**c, "chapter": chapter} for chapter, cs in chapters.items() for c in cs if c["kind"] == "timing"]
+  lines = "\n\n".join(family_lines(trained) + [line for line in [wall_clock_line(timed, "book/notebooks/", _gpu(root))] if line])
   head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
   headline = (f"\n\nThe headline, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} (95% CI "
               f"{verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), {head['verdict']}." if head and head.get("ci95") else "")

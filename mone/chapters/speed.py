@@ -299,3 +299,14 @@ def gpu_findings(gpus: dict) -> list[str]:
                f"{span([r['flop_ratio'] for r in nested])}x fewer FLOPs")
     lines.append(line)
   return lines
+
+
+def gpu_ranges(gpus: dict) -> dict:
+  """The committed GPU runs in a few numbers, for the landing page's line on speed: the devices, and
+  per mode the range of MoNE's speed-ups below e_c = 1 and of their FLOP ratios, over every file."""
+  rows = [r for g in gpus.values() for r in g["rows"]
+          if r["model"] == "mone" and r["e_c"] != 1.0 and r.get("speedup") is not None]
+  span = lambda xs: [min(xs), max(xs)]
+  return {"devices": sorted({g["machine"]["device"] for g in gpus.values()}),
+          **{mode: {"speedup": span([r["speedup"] for r in sel]), "flop_ratio": span([r["flop_ratio"] for r in sel])}
+             for mode in ("forward", "train") if (sel := [r for r in rows if r["mode"] == mode])}}

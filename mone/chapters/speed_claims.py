@@ -136,10 +136,11 @@ def report(rep: dict) -> list[str]:
   return lines
 
 
-def metrics(rep: dict, cs: list[dict]) -> dict:
-  """The chapter's metrics.json: the repeated files read, each process's machine, and every
-  claim's and target's mean, interval, values per process and verdict."""
-  return {"source": "bench/repeats/", "runs": len(rep["targets"]),
+def metrics(rep: dict, cs: list[dict], gpu: dict | None = None) -> dict:
+  """The chapter's metrics.json: the repeated files read, each process's machine, every claim's and
+  target's mean, interval, values per process and verdict, and the GPU runs in a few numbers
+  (`speed.gpu_ranges`, which the landing page's line on speed reads)."""
+  return {"source": "bench/repeats/", "runs": len(rep["targets"]), "gpu": gpu,
           "machines": [b["machine"] for b in rep["targets"]],
           "claims": [{k: c[k] for k in ("id", "kind", "measured", "ci95", "per_run", "threshold", "relation", "verdict")}
                      for c in cs],

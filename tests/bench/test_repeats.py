@@ -14,12 +14,14 @@ def test_processes_alternate_the_files_and_a_rerun_resumes(tmp_path, monkeypatch
   assert argv[argv.index("--video-frames") + 1] == "32" and argv[argv.index("--video-image-size") + 1] == "256"
   with pytest.raises(FileNotFoundError, match="python -m mone.bench.repeats --profile small"):
     repeats.load("small")
-  ran = []
+  ran = []  # the processes are not started: only which ones would be
   monkeypatch.setattr(repeats.subprocess, "run", lambda argv, **kw: ran.append(argv[-1]))
   repeats.directory("small").mkdir(parents=True)
-  (repeats.directory("small") / "targets-1.json").write_text("{}")
+  (repeats.directory("small") / "targets-1.json").write_text('{"complete": true}')
+  (repeats.directory("small") / "video-1.json").write_text('{"complete": false}')  # killed after a group
   repeats.measure("small", log=lambda *a, **k: None)
   assert len(ran) == 3 * repeats.RUNS - 1 and not any(p.endswith("targets-1.json") for p in ran)
+  assert any(p.endswith("video-1.json") for p in ran)
   ran.clear()
   repeats.measure("small", recompute=True, log=lambda *a, **k: None)
   assert len(ran) == 3 * repeats.RUNS
