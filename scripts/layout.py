@@ -131,7 +131,7 @@ def notebook_code_lines(root=ROOT) -> dict:
   return out
 
 
-DECIDING = ("claims.trained(", "claims.arithmetic(", "claims.timing(", "claims.not_testable(")
+DECIDING = ("claims.trained(", "claims.arithmetic(", "claims.timing(", "claims.target(", "claims.not_testable(")
 
 
 def notebook_decisions(root=ROOT) -> list:
