@@ -377,12 +377,12 @@ def test_the_tallies_count_each_kind_of_claim_apart_on_the_landing_page_and_in_e
 def test_the_wall_clock_line_names_each_timing_claim_with_its_interval():
   fast = {**claims.timing("speed.paper.gain", "c", "p", [2.0, 2.1, 2.2], threshold=1.77, unit="x"), "chapter": "08_speed"}
   line = pages.wall_clock_line([fast, claims.arithmetic("a", "c", 1.0, 1.0)])
-  assert line.startswith("**Wall-clock** (the paper's timings on a V100, tested on this repository's 2-core CPU in three "
-                         "benchmark processes; 1 claim): 1 reproduced. `speed.paper.gain` 2.1x [1.85, 2.35]: reproduced.")
+  assert line.startswith("**Wall-clock** (the paper's V100 timings, tested on a 2-core CPU over three benchmark processes): "
+                         "1 reproduced. `speed.paper.gain` 2.1x [1.85, 2.35]: reproduced.")
   assert line.endswith("[Chapter 08](notebooks/08_speed.ipynb) reads both.")
   gpu = {"devices": ["1 x NVIDIA H100 80GB HBM3", "1 x NVIDIA H200"], "forward": {"speedup": [1.01, 1.43], "flop_ratio": [1.9, 4.2]},
          "train": {"speedup": [0.78, 0.9], "flop_ratio": [1.9, 3.0]}}
-  assert (" On H100 and H200 GPUs (one process each) MoNE's forward ran at 1.01-1.43x the dense model's speed with "
+  assert (" On H100 and H200 GPUs (one process each): MoNE's forward at 1.01-1.43x the dense speed with "
           "1.90-4.20x fewer FLOPs, its training step at 0.78-0.90x. [Chapter 08]") in pages.wall_clock_line([fast], gpu=gpu)
   assert pages.wall_clock_line([claims.arithmetic("a", "c", 1.0, 1.0)]) == ""
 
