@@ -80,7 +80,7 @@ def check_smoke_run(notebook: Path, smoke_env: Path):
   assert '"output_type": "error"' not in outputs
   # The claims file is written and valid, and its table is glued (hidden) for the opening cell.
   chapter_claims = claims.check(json.loads((results / "claims.json").read_text()))
-  assert chapter_claims and {c["verdict"] for c in chapter_claims} <= set(claims.VERDICTS)
+  assert chapter_claims and all(c["verdict"] in claims.verdicts_of(c["kind"]) for c in chapter_claims)
   glued = [o for c in executed.cells for o in c.get("outputs", []) if o.get("metadata", {}).get("scrapbook", {}).get("name") == "verdicts"]
   assert len(glued) == 1 and all(c["id"] in glued[0]["data"][verdicts.GLUE_PREFIX + "text/markdown"] for c in chapter_claims)
   assert "remove-cell" in next(c for c in executed.cells if c.id == run_notebook.INJECTED_ID).metadata.tags

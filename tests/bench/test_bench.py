@@ -92,7 +92,7 @@ def test_matmul_mode_times_every_projection_of_every_group(tmp_path, capsys):
   assert "rate" in capsys.readouterr().out
   with pytest.raises(SystemExit):
     cli.main(["--variant", "tiny/8", "--block", "--matmul"])
-  assert "--block and --matmul" in capsys.readouterr().err
+  assert "--block, --matmul and --routing" in capsys.readouterr().err
 
 
 def test_chunking_changes_nothing_but_speed():
