@@ -1,6 +1,7 @@
 """Small shared test helpers: the repository's root, a tiny training config and command, random
 parameters, and matmul MACs read from HLO."""
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +25,24 @@ def train_command(workdir, *extra):
   overrides or options. The option sits between overrides: the command reads both sides."""
   return [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir),
           "num_devices=1", "--quiet", *extra]
+
+
+def train_cli(argv, capsys, own_process=False) -> subprocess.CompletedProcess:
+  """Runs `python -m mone.train` (argv as `train_command` builds it) and returns its exit status and
+  output. In this process (its `main`) unless own_process: a process per bad input spent about
+  1.4 s starting Python and JAX to print one line; each family of bad inputs still runs one case
+  as its own process, where a warning printed at import would show."""
+  if own_process:
+    return subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
+  from mone.train import __main__ as command
+  assert argv[1:3] == ["-m", "mone.train"], argv
+  try:
+    command.main(argv[3:])
+    code = 0
+  except SystemExit as e:
+    code = e.code
+  out = capsys.readouterr()
+  return subprocess.CompletedProcess(argv, code, out.out, out.err)
 
 
 def randomize(variables, seed=0, scale=0.3):

@@ -97,7 +97,6 @@ def parse_hlo(text: str) -> dict:
   location_function = {i: functions.get(field(s, "function_name_id")) for i, s in tables["FileLocations"].items()}
   frames = {i: (location_function.get(field(s, "file_location_id")), field(s, "parent_frame_id"))
             for i, s in tables["StackFrames"].items()}
-  stacks = {}
   for rec in instrs.values():
     names, f, seen = set(), rec["frame"], set()
     while f in frames and f not in seen:  # walk to the outermost frame (guarding against cycles)

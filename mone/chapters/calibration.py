@@ -254,7 +254,7 @@ def noise_caveat(choice: dict) -> list[str]:
   return [f"The temporal task's pixel noise ({choice['trained']:g}) was first chosen on the test clips, which report "
           f"these verdicts. Chosen again on the validation clips, by how far MatViViT's quarter-width sub-model falls below "
           f"the dense ViViT (seed 0, 3,000 steps; {gaps}), the choice is "
-          + (f"the same, so no run was retrained" if same else
+          + ("the same, so no run was retrained" if same else
              f"noise {choice['chosen_on_validation']:g}, not the {choice['trained']:g} the runs trained with: the temporal "
              f"verdicts rest on a task chosen on the test clips")
           + (", although no level reaches the 5-point bar." if not choice["meets_bar"] else ".")]

@@ -151,9 +151,14 @@ def ten_seed_runs() -> list[tuple[str, schema.TrainConfig]]:
   """(label, config) of the ten-seed plan's runs, in training order: every headline run (the
   labels trained at every seed of the five-seed plan) at SEEDS_TO_TEN, with the same config but
   its seed; the image runs first, then the short video runs, then the long ones (`video_runs`)."""
+  return list(_ten_seed_runs())
+
+
+@functools.lru_cache(maxsize=None)
+def _ten_seed_runs() -> tuple:
   headline = _headline_labels()
-  return [r for r in figures.image_runs(seeds=SEEDS_TO_TEN) + figures.video_runs(seeds=SEEDS_TO_TEN)
-          if r[1].seed in SEEDS_TO_TEN and r[0].rpartition(", seed ")[0] in headline]
+  return tuple(r for r in figures.image_runs(seeds=SEEDS_TO_TEN) + figures.video_runs(seeds=SEEDS_TO_TEN)
+               if r[1].seed in SEEDS_TO_TEN and r[0].rpartition(", seed ")[0] in headline)
 
 
 def ten_seeds_landed() -> bool:
@@ -183,6 +188,7 @@ def trains(profile: str, recompute: bool = False) -> bool:
   return profile != "small" or recompute
 
 
+@functools.lru_cache(maxsize=None)
 def _headline_labels() -> frozenset:
   """The labels (without ', seed N') of every run trained at every seed: the headline runs."""
   every = [label.rpartition(", seed ")[0] for label, cfg in figures.image_runs() + figures.video_runs() if cfg.seed == SEEDS[-1]]
@@ -208,7 +214,14 @@ def keeps_router_weights(cfg: schema.TrainConfig) -> bool:
 def runs() -> list[tuple[str, schema.TrainConfig]]:
   """Every run of the profile, in training order: the video calibration runs, the
   images, then the other videos; then the ten-seed plan's runs (`ten_seed_runs`)."""
+  return list(_runs())
+
+
+# The plan is a constant of the code: built once per process (building its configs validates
+# each, and the queue and the chapters ask for the plan once per run they look at).
+@functools.lru_cache(maxsize=None)
+def _runs() -> tuple:
   every = SEEDS + EXTRA_SEEDS
   videos = figures.video_runs(seeds=every)
-  return ([r for r in videos if r[0] in CALIBRATION] + figures.image_runs(seeds=every)
-          + [r for r in videos if r[0] not in CALIBRATION] + ten_seed_runs())
+  return tuple([r for r in videos if r[0] in CALIBRATION] + figures.image_runs(seeds=every)
+               + [r for r in videos if r[0] not in CALIBRATION] + ten_seed_runs())

