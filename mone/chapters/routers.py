@@ -24,7 +24,7 @@ def eval_examples(cfg, num: int) -> dict:
   # command imports this module (`preregistration` reads OBJECT_FRACTION) in the book's
   # environment, which has neither.
   from mone.data import sources
-  source = sources.data_sources(cfg)[1]
+  source = sources.source(cfg, "test")
   return dict(source.get_batch(np.arange(min(num, len(source)))))
 
 

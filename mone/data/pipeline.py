@@ -76,8 +76,13 @@ def digits_sources(image_size: int = 48, num_train: int = 10000, num_test: int =
                    seed: int = 0, holdout_val: bool = False) -> tuple[ArraySource, ArraySource]:
   """(train, test) sources of the embedded cluttered-digits dataset (`mone.data.digits`);
   holdout_val=True leaves the validation digits out of the training images."""
-  return (ArraySource(digits_lib.make_digits("train", num_train, image_size, seed, holdout_val)),
-          ArraySource(digits_lib.make_digits("test", num_test, image_size, seed)))
+  return (digits_source("train", num_train, image_size, seed, holdout_val),
+          digits_source("test", num_test, image_size, seed))
+
+
+def digits_source(split: str, num: int, image_size: int = 48, seed: int = 0, holdout_val: bool = False) -> ArraySource:
+  """One split of the cluttered digits ('train', 'val' or 'test'), as `digits_sources` builds it."""
+  return ArraySource(digits_lib.make_digits(split, num, image_size, seed, holdout_val))
 
 
 class TFDSImageSource:

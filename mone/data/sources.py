@@ -25,25 +25,31 @@ def check_data(cfg):
 
 def data_sources(cfg):
   """(train, test) sources for the config's dataset."""
+  return source(cfg, "train"), source(cfg, "test")
+
+
+def source(cfg, split: str):
+  """The config's 'train' or 'test' source alone: evaluating stored parameters builds no training
+  set (digits64's is 100,000 rendered images)."""
+  if split not in ("train", "test"):
+    raise ValueError(f"split must be 'train' or 'test', got {split!r}")
   check_data(cfg)
-  m = cfg.model
+  m, train = cfg.model, split == "train"
+  num, holdout = (cfg.num_train, cfg.num_val > 0) if train else (cfg.num_test, False)
   if cfg.dataset == "digits":
-    return pipeline.digits_sources(m.image_size, cfg.num_train, cfg.num_test, cfg.data_seed,
-                                   holdout_val=cfg.num_val > 0)
+    return pipeline.digits_source(split, num, m.image_size, cfg.data_seed, holdout_val=holdout)
   if cfg.dataset == "tfds":
     mk = functools.partial(pipeline.TFDSImageSource, cfg.tfds_name, data_dir=cfg.data_dir,
                            image_size=m.image_size, seed=cfg.seed)
-    return (mk(cfg.train_split, train=True, randaugment=cfg.randaugment),
-            mk(cfg.eval_split, train=False))
+    return mk(cfg.train_split, train=True, randaugment=cfg.randaugment) if train else mk(cfg.eval_split, train=False)
   if cfg.dataset == "moving_digits":
-    return video.moving_digits_sources(cfg.video_task, m.num_frames, m.image_size,
-                                       cfg.num_train, cfg.num_test, cfg.data_seed,
-                                       holdout_val=cfg.num_val > 0, noise=cfg.video_noise)
+    return video.moving_digits_source(split, num, cfg.video_task, m.num_frames, m.image_size, cfg.data_seed,
+                                      noise=cfg.video_noise, holdout_val=holdout)
   if cfg.dataset == "tfds_video":
     mk = functools.partial(video.TFDSVideoSource, cfg.tfds_name, data_dir=cfg.data_dir,
                            num_frames=m.num_frames, stride=cfg.frame_stride, image_size=m.image_size,
                            seed=cfg.seed, flip=cfg.flip)
-    return mk(cfg.train_split, train=True), mk(cfg.eval_split, train=False, num_clips=cfg.num_clips)
+    return mk(cfg.train_split, train=True) if train else mk(cfg.eval_split, train=False, num_clips=cfg.num_clips)
   raise ValueError(f"dataset must be one of {DATASETS}, got {cfg.dataset!r}")
 
 

@@ -12,6 +12,7 @@ window with a random resized crop (and an optional flip); evaluation takes
 its predictions over them ("8x1" = 8 temporal clips x 1 spatial crop, Sec. 5).
 """
 import contextlib
+import functools
 import io
 import os
 from concurrent import futures
@@ -188,9 +189,16 @@ def moving_digits_sources(task: str, num_frames: int = 8, image_size: int = 32,
 
   No augmentation: a flip would change 'temporal' labels (left/right, orbit sense).
   """
-  make = lambda split, num, **kw: ClipArraySource(moving_digits.make_moving_digits(
-      split, num, task, num_frames=num_frames, image_size=image_size, seed=seed, noise=noise, **kw))
+  make = functools.partial(moving_digits_source, task=task, num_frames=num_frames, image_size=image_size,
+                           seed=seed, noise=noise)
   return make("train", num_train, holdout_val=holdout_val), make("test", num_test)
+
+
+def moving_digits_source(split: str, num: int, task: str, num_frames: int = 8, image_size: int = 32,
+                         seed: int = 0, noise: float = 0.0, holdout_val: bool = False):
+  """One split of the moving digits ('train', 'val' or 'test'), as `moving_digits_sources` builds it."""
+  return ClipArraySource(moving_digits.make_moving_digits(split, num, task, num_frames=num_frames, image_size=image_size,
+                                                          seed=seed, noise=noise, holdout_val=holdout_val))
 
 
 def moving_digits_val(task: str, num: int, num_frames: int = 8, image_size: int = 32, seed: int = 0,

@@ -10,7 +10,7 @@ from mone.data import pipeline as ip
 from mone.data import sources
 from mone.data.digits import make_digits, token_mask
 from mone.data.mnist import mnist_pool
-from mone.configs import schema
+from mone.configs import recipes, schema
 
 make_uncached = make_digits.__wrapped__  # determinism claims must not be served by the cache
 
@@ -247,6 +247,21 @@ def test_eval_batches_cover_everything_once(prefetch):
   labels = np.concatenate([b["label"] for b in batches])
   assert valid.sum() == 10 and not valid[10:].any()
   np.testing.assert_array_equal(labels[valid], np.arange(10))
+
+
+def test_the_test_source_alone_builds_no_training_set(monkeypatch):
+  """Evaluating stored parameters needs the test split only: `sources.source(cfg, 'test')` is
+  `data_sources(cfg)`'s test source, and renders no training image."""
+  cfg = schema.apply_overrides(recipes.smoke(), {"num_train": 64, "num_test": 20, "num_val": 10})
+  _, want = sources.data_sources(cfg)
+  asked, real = [], digits_lib.make_digits
+  monkeypatch.setattr(digits_lib, "make_digits", lambda split, *a, **kw: asked.append(split) or real(split, *a, **kw))
+  got = sources.source(cfg, "test")
+  assert asked == ["test"]
+  for k, v in want.get_batch(np.arange(20)).items():
+    np.testing.assert_array_equal(got.get_batch(np.arange(20))[k], v)
+  with pytest.raises(ValueError, match="split must be 'train' or 'test', got 'val'"):
+    sources.source(cfg, "val")
 
 
 def test_digits_sources_batches():

@@ -322,7 +322,7 @@ def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   cfg = tiny(kind="mone", e_c=0.3)
   experiments.run(cfg, progress=False)
-  model, test = steps.build_model(cfg), sources.data_sources(cfg)[1]
+  model, test = steps.build_model(cfg), sources.source(cfg, "test")
   want = evaluation.predict(cfg, model, experiments.trained_params(cfg), test, e_c=0.3)
   experiments.router_params(cfg)  # a file with the router's inputs only
   with pytest.raises(ValueError, match="does not hold the parameters asked for"):

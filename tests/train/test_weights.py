@@ -16,7 +16,7 @@ def test_a_committed_weights_file_reproduces_its_runs_accuracy_exactly_on_the_cp
   cfg = min(kept, key=lambda cfg: results.read_json(experiments.run_path(cfg))["evals"][0]["gflops"])
   m = results.read_json(experiments.run_path(cfg))
   params = experiments.stored_params(cfg)  # every parameter, as committed
-  _, test_src = sources.data_sources(cfg)
+  test_src = sources.source(cfg, "test")
   model = steps.build_model(cfg)
   first = m["evals"][0]  # the run's own budget
   got = evaluation.evaluate(cfg, model, params, test_src, e_c=first["e_c"], width_index=first["width_index"])
