@@ -144,14 +144,19 @@ def measure(json_path, **options) -> dict:
 
 def command_line(**options) -> str:
   """The `python -m mone.bench ...` command that `measure(..., **options)` runs."""
-  words = ["python -m mone.bench"]
+  return " ".join(["python -m mone.bench", *arguments(**options)])
+
+
+def arguments(**options) -> list[str]:
+  """The command-line arguments of `measure(..., **options)`, one word each."""
+  words = []
   for k, v in options.items():
     flag = "--" + k.replace("_", "-")
     if v is True:
       words.append(flag)
     elif v not in (False, None):
       words += [flag, *map(str, v if isinstance(v, (list, tuple)) else [v])]
-  return " ".join(words)
+  return words
 
 
 def run(args):

@@ -54,7 +54,7 @@ def commands(profile: str, runs: int = RUNS) -> list[tuple[str, list[str]]]:
   for i in range(1, runs + 1):
     for name, options in PLANS[profile].items():
       path = directory(profile) / f"{name}-{i}.json"
-      out.append((path.name, [sys.executable, "-m", "mone.bench", *cli.command_line(**options).split()[3:],
+      out.append((path.name, [sys.executable, "-m", "mone.bench", *cli.arguments(**options),
                               "--json", str(path)]))
   return out
 
@@ -83,12 +83,13 @@ def measure(profile: str, runs: int = RUNS, recompute: bool = False, in_process:
 def load(profile: str, runs: int = RUNS) -> dict[str, list[dict]]:
   """{'targets' | 'video' | 'routing': the benchmark of each process}; raises where one is missing
   or incomplete."""
-  missing = [n for n, _ in commands(profile, runs) if not complete(directory(profile) / n)]
+  files = {n: directory(profile) / n for n, _ in commands(profile, runs)}
+  read = {n: results.read_json(p) for n, p in files.items() if p.exists()}
+  missing = [n for n in files if not read.get(n, {}).get("complete")]
   if missing:
     raise FileNotFoundError(f"no repeated benchmark {missing} under {directory(profile)}: run "
                             f"python -m mone.bench.repeats --profile {profile}")
-  return {name: [results.read_json(directory(profile) / f"{name}-{i}.json") for i in range(1, runs + 1)]
-          for name in PLANS[profile]}
+  return {name: [read[f"{name}-{i}.json"] for i in range(1, runs + 1)] for name in PLANS[profile]}
 
 
 def main(argv=None) -> None:
