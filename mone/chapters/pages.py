@@ -152,17 +152,29 @@ def compact_table(trained: list[dict], doc_prefix: str = "notebooks/") -> str:
   return "\n".join(out) + "\n"
 
 
+def _answer(root: Path) -> tuple[list[dict], list[dict], dict | None]:
+  """(every claim of root's chapters, each with its chapter and significance; the trained ones; the
+  headline claim or None): what the landing page and the README answer with."""
+  chapters = significance.annotate(claims_lib.load(root))
+  everything = [{**c, "chapter": chapter} for chapter, cs in chapters.items() for c in cs]
+  trained = [c for c in everything if c["kind"] == "trained"]
+  return everything, trained, next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
+
+
+def _answer_lines(everything: list[dict], root: Path, doc_prefix: str) -> list[str]:
+  """The families' lines and the wall-clock line, with links to the chapters under doc_prefix."""
+  trained = [c for c in everything if c["kind"] == "trained"]
+  return [line for line in family_lines(trained) + [wall_clock_line(everything, doc_prefix, _gpu(root))] if line]
+
+
 def landing(root: Path | None = None, figure: str | None = None, tables: str = "claims") -> str:
   """The landing page's answer (book/verdicts.md, included by the book's root page): the families'
   lines, the headline with its training context, a glossary, the forest plot at `figure` (a path
   relative to the page), the compact table, the deviations from the plan, and a link to the full
   tables (the page `tables`)."""
   root = Path(root) if root is not None else results.results_root()
-  chapters = significance.annotate(claims_lib.load(root))
-  everything = [{**c, "chapter": chapter} for chapter, cs in chapters.items() for c in cs]
-  trained = [c for c in everything if c["kind"] == "trained"]
-  out = [line + "\n" for line in family_lines(trained) + [wall_clock_line(everything, gpu=_gpu(root))] if line]
-  head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
+  everything, trained, head = _answer(root)
+  out = [line + "\n" for line in _answer_lines(everything, root, "notebooks/")]
   if head and head.get("ci95"):
     n = head.get("seeds_to_decide")
     out.append(f"**The headline**, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} "
@@ -188,11 +200,8 @@ def readme_block(root: Path | None = None) -> str:
   """The README's answer, between its `<!-- answer:start -->` and `<!-- answer:end -->` lines: the
   families' lines and the headline, linking to the full tables, a page of plain Markdown tables."""
   root = Path(root) if root is not None else results.results_root()
-  chapters = significance.annotate(claims_lib.load(root))
-  trained = [c for cs in chapters.values() for c in cs if c["kind"] == "trained"]
-  timed = [{**c, "chapter": chapter} for chapter, cs in chapters.items() for c in cs if c["kind"] == "timing"]
-  lines = "\n\n".join(family_lines(trained) + [line for line in [wall_clock_line(timed, "book/notebooks/", _gpu(root))] if line])
-  head = next((c for c in trained if c["id"] == claims_lib.HEADLINE), None)
+  everything, _, head = _answer(root)
+  lines = "\n\n".join(_answer_lines(everything, root, "book/notebooks/"))
   headline = (f"\n\nThe headline, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} (95% CI "
               f"{verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), {head['verdict']}." if head and head.get("ci95") else "")
   return (f"![The trained claims: mean difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
