@@ -41,6 +41,8 @@ def twins(root: Path | None = None) -> list[dict]:
       raise ValueError(f"twin {path} has config hash {b.get('config_hash')}, its original {a.get('config_hash')}")
     rows.append({"run": path.stem, "kind": a["kind"], "e_c": a.get("e_c"), "seed": a["seed"],
                  "router": a["config"]["model"].get("router", "learned"),
+                 "router_layer": a["config"]["model"].get("router_layer", 0),
+                 "num_routers": a["config"]["model"].get("num_routers", 1),
                  "original": results.trained_where(a), "twin": results.trained_where(b),
                  "original_acc": 100 * a["accuracy"], "twin_acc": 100 * b["accuracy"],
                  "diff": 100 * (b["accuracy"] - a["accuracy"])})
@@ -196,8 +198,10 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", i
           "|---|---|---|---|---|---|---|---|"]
   for r in rows:
     kind = kinds.of_run(r)
-    model = (kind.label if not kind.routed else
-             f"MoNE e_c={r['e_c']}" + (", random router" if r["router"] == "random" else ""))
+    model = (kind.label if not kind.routed else  # as the plan labels its arms (`figures.image_runs`)
+             f"MoNE e_c={r['e_c']}" + (", random router" if r["router"] == "random" else "")
+             + (f", router before block {r['router_layer']}" if r.get("router_layer", 0) else "")
+             + (f", {r['num_routers']} routers" if r.get("num_routers", 1) != 1 else ""))
     out.append(f"| {r['run']} | {model} | {r['seed']} | {r['original']} | {r['original_acc']:.2f} | {r['twin']} | "
                f"{r['twin_acc']:.2f} | {r['diff']:+.2f} |")
   out.append("")

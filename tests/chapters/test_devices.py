@@ -24,6 +24,7 @@ def test_twins_pair_runs_by_file_name_and_report_twin_minus_original(tmp_path):
   rows = devices.twins(tmp_path)
   assert [r["run"] for r in rows] == ["a"]
   assert rows[0]["diff"] == pytest.approx(-2.0) and rows[0]["original"] == "NVIDIA H100" and rows[0]["twin"] == "cpu"
+  assert (rows[0]["router_layer"], rows[0]["num_routers"]) == (0, 1)  # the defaults, where a run file predates them
 
 
 def test_a_twin_of_another_config_is_refused(tmp_path):
@@ -118,6 +119,10 @@ def test_the_page_names_each_model_as_the_chapters_do():
   assert "| r | MatViT | 1 |" in page and "| r | MoD | 1 |" in page and "| r | ViT | 1 |" in page
   page = devices.markdown([{**row, "kind": "mone", "e_c": 0.3, "router": "random"}], {"verdict": "too few twins"})
   assert "| r | MoNE e_c=0.3, random router | 1 |" in page
+  # Figure 6's router placement and count arms, as the plan labels them
+  page = devices.markdown([{**row, "kind": "mone", "e_c": 0.3, "router_layer": 2},
+                           {**row, "kind": "mone", "e_c": 0.3, "num_routers": 4}], {"verdict": "too few twins"})
+  assert "| r | MoNE e_c=0.3, router before block 2 | 1 |" in page and "| r | MoNE e_c=0.3, 4 routers | 1 |" in page
 
 
 def test_a_field_added_later_at_its_default_leaves_a_run_in_its_arm(tmp_path):
