@@ -147,12 +147,12 @@ def adaptation_claims(summaries: dict, domain: str, learned: bool = True) -> lis
   by_shift = {s: m["by_shift"] for s, m in summaries.items() if len(m["by_shift"]) > 1}
   out.append(claims.trained(*grows, {s: b[max(b)] - b[min(b)] for s, b in by_shift.items()}, relation="beats",
                             tolerance=0.0, learned=learned) if by_shift else
-             claims.not_testable(*grows, "trained", "one shift size" if summaries else "no run has landed yet"))
+             claims.not_testable(*grows, "trained", "one shift size" if summaries else "no run has been trained yet"))
   steeper = (f"fig5.{domain}.steeper_high_to_low", f"{domain}: the drop is larger from high to low capacity than from low "
              "to high, at equal shifts (points)", "degradation steeper from high to low capacity")
   matched = {s: m["down"] - m["up"] for s, m in summaries.items() if m["matched_shifts"]}
   out.append(claims.trained(*steeper, matched, relation="beats", tolerance=0.0, learned=learned)
-             if matched else claims.not_testable(*steeper, "trained", "no shift in both directions" if summaries else "no run has landed yet"))
+             if matched else claims.not_testable(*steeper, "trained", "no shift in both directions" if summaries else "no run has been trained yet"))
   adaptive = (f"fig5.{domain}.adaptive_serves_every_budget", f"{domain}: one adaptively trained model is at most 1 point less "
               "accurate than the model trained at each capacity (the worst capacity)",
               "adapts extremely well (Fig. 5b)" if domain == "video" else "shown on SSv2 only (Fig. 5b: 'adapts extremely well')")

@@ -108,7 +108,7 @@ def figure3(by_seed: dict, variant: str, tolerance: float, iso_planned: bool = F
                               {s: pts[0]["accuracy_pct"] for s, pts in iso.items()}, plain,
                               relation="beats", tolerance=0.0, learned=learned))
   elif iso_planned:
-    out.append(claims.not_testable("fig3.iso_flops_helps", text, paper, "trained", "the isoFLOPs run has not landed yet"))
+    out.append(claims.not_testable("fig3.iso_flops_helps", text, paper, "trained", "the isoFLOPs run has not been trained yet"))
   return out
 
 

@@ -153,7 +153,7 @@ def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
     cells.setdefault(label, {})[seed] = results.trained_where(m)
   arms = [a for a in cells if len(cells[a]) > 1]
   if not arms:
-    return "No arm has landed at more than one seed.\n"
+    return "No arm has been trained at more than one seed.\n"
   short = lambda d: d.replace("NVIDIA ", "").replace(" 80GB HBM3", "").replace("cpu, 1 of 2 cores", "CPU (1 core)").replace("cpu, 2 cores", "CPU (2 cores)")
   out = ["| arm | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|" + "---|" * len(seeds)]
   out += [f"| {a} | " + " | ".join(short(cells[a].get(s, "")) for s in seeds) + " |" for a in arms]

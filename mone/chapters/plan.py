@@ -130,7 +130,7 @@ def progress_note(p: dict) -> str:
               + ("have been committed: the chapters decide every planned claim at 10 seeds." if nl == npl else
                  "have been committed; the chapters read them only once all have (`mone.chapters.plan.seeds`)."))
     return out
-  return (f"{tl} of {tp} CPU twins and {el} of {ep} runs of seeds {seeds} have landed. Until all have, the chapters read "
+  return (f"{tl} of {tp} CPU twins and {el} of {ep} runs of seeds {seeds} have been committed. Until all have, the chapters read "
           f"seeds {SEEDS[0]}-{SEEDS[-1]} as they trained, GPU runs included; then the twins replace their GPU originals and "
           f"every planned claim is decided at {len(SEEDS + EXTRA_SEEDS)} seeds on one device (`mone.chapters.plan.seeds`, "
           "fixed in `results/seed_plan.json` before any of those runs trained).")

@@ -176,13 +176,13 @@ FIVE_SEED_DEVIATIONS = {
         "what": "tokens ranked by the full expert's router logit instead of its router probability",
         "why": "the paper's Figure 1 thresholds 'MoNE's router logits'; the probability after the softmax also depends "
                "on the other experts' logits",
-        "when": "2026-11-28, after the five-seed plan was committed and before any run of seeds 3-4 landed; the "
+        "when": "2026-11-28, after the five-seed plan was committed and before any run of seeds 3-4 was committed; the "
                 "results of seeds 0-2 had been seen"},
     "fig5.video_gentler_than_images": {
         "what": "Welch's unpaired interval of images minus video instead of the paired interval over seeds",
         "why": "image and video models share nothing through a seed number, so the arms are independent samples "
                "(claims.PAIRING)",
-        "when": "2026-11-28, after the five-seed plan was committed and before any run of seeds 3-4 landed; the "
+        "when": "2026-11-28, after the five-seed plan was committed and before any run of seeds 3-4 was committed; the "
                 "results of seeds 0-2 had been seen"},
 }
 # What a pre-registered result keeps of the claim the plan's definition gives.

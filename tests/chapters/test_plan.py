@@ -67,7 +67,7 @@ def test_gpu_trained_runs_get_cpu_twins_and_the_chapters_read_them_only_with_the
   assert plan.reading(mone) == mone  # the extra seeds have not landed: the committed run, as before
   n = len(plan.extra_runs())
   assert plan.progress() == {"twins": (1, 1), "extra": (0, n), "single_device": False, "ten": (0, 100)}
-  assert plan.progress_note(plan.progress()).startswith(f"1 of 1 CPU twins and 0 of {n} runs of seeds 3-4 have landed. Until all")
+  assert plan.progress_note(plan.progress()).startswith(f"1 of 1 CPU twins and 0 of {n} runs of seeds 3-4 have been committed. Until all")
   for _, cfg in plan.extra_runs():
     experiments.run_path(cfg).write_text(json.dumps(cpu))
   plan._single_device.cache_clear()
