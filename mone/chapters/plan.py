@@ -49,6 +49,15 @@ def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
 TWINS = "device_twins/cpu"
 
 
+def _built_once(fn):
+  """fn() computed once per process: the plan is a constant of the code, and building its configs
+  validates each (the queue and the chapters ask for the plan once per run they look at). Kept per
+  pair of figure builders, so that a test that swaps `figures.image_runs` for its own gets a plan of
+  its own, never one cached before or after it."""
+  cached = functools.lru_cache(maxsize=None)(lambda image_runs, video_runs: fn())
+  return functools.wraps(fn)(lambda: cached(figures.image_runs, figures.video_runs))
+
+
 def gpu_trained(m: dict) -> bool:
   """Whether a run file's run trained on a GPU or TPU in any part (its `trained_on` segments, else
   its `device`)."""
@@ -154,7 +163,7 @@ def ten_seed_runs() -> list[tuple[str, schema.TrainConfig]]:
   return list(_ten_seed_runs())
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def _ten_seed_runs() -> tuple:
   headline = _headline_labels()
   return tuple(r for r in figures.image_runs(seeds=SEEDS_TO_TEN) + figures.video_runs(seeds=SEEDS_TO_TEN)
@@ -188,7 +197,7 @@ def trains(profile: str, recompute: bool = False) -> bool:
   return profile != "small" or recompute
 
 
-@functools.lru_cache(maxsize=None)
+@_built_once
 def _headline_labels() -> frozenset:
   """The labels (without ', seed N') of every run trained at every seed: the headline runs."""
   every = [label.rpartition(", seed ")[0] for label, cfg in figures.image_runs() + figures.video_runs() if cfg.seed == SEEDS[-1]]
@@ -217,9 +226,7 @@ def runs() -> list[tuple[str, schema.TrainConfig]]:
   return list(_runs())
 
 
-# The plan is a constant of the code: built once per process (building its configs validates
-# each, and the queue and the chapters ask for the plan once per run they look at).
-@functools.lru_cache(maxsize=None)
+@_built_once
 def _runs() -> tuple:
   every = SEEDS + EXTRA_SEEDS
   videos = figures.video_runs(seeds=every)
