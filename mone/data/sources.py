@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 
 from mone import results
-from mone.data import digits, pipeline, video
+from mone.data import pipeline, video
 
 # What data_sources builds: the datasets a config may name (`mone.configs.schema.DATASETS`, the same).
 DATASETS = ("digits", "tfds", "moving_digits", "tfds_video")
@@ -60,7 +60,7 @@ def validation_source(cfg):
   if cfg.dataset == "moving_digits":
     return video.moving_digits_val(cfg.video_task, cfg.num_val, cfg.model.num_frames,
                                    cfg.model.image_size, cfg.data_seed, noise=cfg.video_noise)
-  return pipeline.ArraySource(digits.make_digits("val", cfg.num_val, cfg.model.image_size, cfg.data_seed))
+  return pipeline.digits_source("val", cfg.num_val, cfg.model.image_size, cfg.data_seed)
 
 
 def inputs(batch: dict):

@@ -205,5 +205,4 @@ def moving_digits_val(task: str, num: int, num_frames: int = 8, image_size: int 
                       noise: float = 0.0):
   """The validation ClipArraySource: clips of the validation pool's digits, which choose
   lr and steps so that the test clips stay untouched."""
-  return ClipArraySource(moving_digits.make_moving_digits(
-      "val", num, task, num_frames=num_frames, image_size=image_size, seed=seed, noise=noise))
+  return moving_digits_source("val", num, task, num_frames, image_size, seed, noise=noise)
