@@ -53,7 +53,7 @@ $(STAMP): $(sort $(REQUIREMENTS) requirements/lock.txt) pyproject.toml
 env: $(STAMP)
 
 # Two pytest workers (pytest-xdist), a test file each at a time: much of the suite is single-threaded
-# XLA compilation (tests compile at XLA's lowest backend optimisation level, see tests/conftest.py).
+# XLA compilation (tests compile with flags that compile fast, see tests/xla_flags.py).
 # A file stays on one worker because the notebook tests reuse each other's runs; the image and the
 # video chapters are two files, so they run side by side. TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2

@@ -2,13 +2,11 @@ import os
 from pathlib import Path
 
 import pytest
+from xla_flags import FAST_COMPILE
 
-# Tests run on the CPU; 8 virtual devices let the data-parallel tests build a real mesh.
-# Compiling is most of the suite's time, and the tests check behaviour, never speed (speed is
-# measured by `python -m mone.bench` at XLA's default level): the lowest backend optimisation
-# level compiles about 1.5x faster. It changes the code LLVM emits, not XLA's graph, so a test that
-# compares two computations compares them under the same flags.
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_backend_optimization_level=0")
+# Tests run on the CPU; 8 virtual devices let the data-parallel tests build a real mesh. XLA
+# compiles for speed of compiling, not of the code (xla_flags.py says why).
+os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count=8 {FAST_COMPILE}")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # XLA's persistent compilation cache, shared by every test, the subprocesses they start and the
 # notebook kernels (notebook_util): many tests compile the same small programs (every restart in

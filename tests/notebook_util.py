@@ -7,8 +7,7 @@ reused by the next ones, as in `make figures`. The smoke runs are split over two
 chapters and video chapters, each a chain of shared runs) so that pytest-xdist runs them on two
 workers. Compiling dominates the smoke runs, so XLA's persistent compilation cache
 (.cache/jax_compilation, or $JAX_COMPILATION_CACHE_DIR) is shared between the kernels and kept
-between sessions, and the kernels compile at XLA's lowest backend optimisation level (conftest.py
-says why).
+between sessions, and the kernels compile with the tests' fast-compiling flags (xla_flags.py).
 """
 import importlib.util
 import json
@@ -18,6 +17,7 @@ from pathlib import Path
 import nbformat
 
 from mone.chapters import claims, verdicts
+from xla_flags import FAST_COMPILE
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9]*.ipynb"))
@@ -32,8 +32,8 @@ def smoke_environment(root: Path, mp) -> None:
                                                      str(REPO / ".cache" / "jax_compilation")),
          "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1", "JAX_PLATFORMS": "cpu",
-         # one CPU device, as under `make figures`; the fast-compiling backend level of conftest.py
-         "XLA_FLAGS": "--xla_backend_optimization_level=0"}
+         # one CPU device, as under `make figures`; compiled as fast as the tests (xla_flags.py)
+         "XLA_FLAGS": FAST_COMPILE}
   for k, v in env.items():
     mp.setenv(k, v)
 

@@ -55,9 +55,10 @@ def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tole
   # p-value is scipy's Welch test, and the seeds that decide it are Welch's too.
   rng = np.random.default_rng(2)
   checked = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0}
-  for _ in range(300):
+  for _ in range(100):  # each draw bisects Welch's simulated power for its seeds: about 0.1 s
     n = int(rng.integers(3, 7))
-    a, b = rng.normal(rng.normal(0, 3), rng.uniform(0.3, 3), n), rng.normal(0, rng.uniform(0.3, 3), n)
+    spread_a, spread_b = np.exp(rng.uniform(np.log(0.05), np.log(3), 2))  # log-uniform: every verdict occurs
+    a, b = rng.normal(rng.normal(0, 2), spread_a, n), rng.normal(0, spread_b, n)
     a, b = np.round(a, 2), np.round(b, 2)  # as accuracies in points: claims.json keeps them exactly (4 digits)
     c = claims.trained("fig5.video_gentler_than_images", "c", "p", dict(enumerate(a)), dict(enumerate(b)),
                        relation=relation, tolerance=tolerance)
@@ -74,7 +75,7 @@ def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tole
     if got["seeds_to_decide"] is not None:  # Welch's interval, simulated with n seeds per arm
       assert significance.power(got, got["seeds_to_decide"]) >= significance.POWER
     checked[c["verdict"]] += 1
-  assert checked["reproduced"] and checked["inconclusive"], checked
+  assert checked["reproduced"] and checked["inconclusive"], checked  # 'not reproduced' is skipped for 'beats'
 
 
 def test_annotate_adds_p_seeds_and_a_familywise_verdict_to_trained_claims_only():
