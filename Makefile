@@ -61,8 +61,9 @@ PYTEST_EMPTY := { rc=$$?; [ $$rc -eq 5 ] && echo "pytest collected no tests; the
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 || $(PYTEST_EMPTY)
 
-# Everything but the tests marked slow (notebooks executed, the GPU report run, training killed and
-# resumed, several processes started): the loop while changing code. `make test` runs them all.
+# Everything but the tests marked slow (notebooks executed, the GPU report run, runs trained to be
+# compared, resumed or retrained, several processes started): the loop while changing code, every
+# model kind trained once. `make test` runs them all.
 # Test by test: no fast test shares a run with another file's, and a whole file to a worker left
 # one worker with the training tests alone at the end. Work stealing (an idle worker takes tests
 # queued for the other) ended the suite 4% sooner than fixed batches (--dist load): 179 s against 186.

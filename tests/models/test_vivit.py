@@ -1,4 +1,5 @@
 import dataclasses
+import functools
 
 import flax.linen as nn
 import jax
@@ -36,7 +37,10 @@ def apply(cfg, kind, v, x=X, capacities=None, **kw):
   return m.apply(v, x, *(() if capacities is None else (capacities,)), **kw)
 
 
-V = init()
+@functools.cache
+def variables():
+  """The shared parameters, made on first use: at import, every pytest worker would pay for them."""
+  return init()
 
 
 # ------------------------------------------------------------------------------
@@ -99,7 +103,7 @@ def test_parameter_count(variant):
 @pytest.mark.parametrize("kind,kw", [("vit", {}), ("matvit", {"width_index": 1}),
                                      ("mone", {"capacities": CAPS})])
 def test_shapes(kind, kw):
-  v = V if kind == "mone" else dense_part(V)
+  v = variables() if kind == "mone" else dense_part(variables())
   logits, aux = apply(CFG, kind, v, **kw)
   assert logits.shape == (2, CFG.num_classes) and np.all(np.isfinite(logits))
   if kind == "mone":
@@ -111,20 +115,20 @@ def test_shapes(kind, kw):
 def test_routing_is_per_temporal_index():
   """Every temporal index gets exactly the static per-expert counts, and its assignment
   depends only on its own tubelets."""
-  _, aux = apply(CFG, "mone", V, capacities=CAPS)
+  _, aux = apply(CFG, "mone", variables(), capacities=CAPS)
   np.testing.assert_allclose(np.asarray(aux["router_probs"]).sum(-1), 1.0, rtol=1e-6)
   want = routing.expert_counts(CAPS, CFG.num_tokens)
   for frame in np.asarray(aux["assignment"]).reshape(-1, CFG.num_tokens):
     np.testing.assert_array_equal(np.bincount(frame, minlength=4), want)
   x2 = X.at[:, 2:4].set(jax.random.normal(jax.random.key(9), X[:, 2:4].shape))  # index 1 only
-  _, aux2 = apply(CFG, "mone", V, x2, capacities=CAPS)
+  _, aux2 = apply(CFG, "mone", variables(), x2, capacities=CAPS)
   a, a2 = np.asarray(aux["assignment"]), np.asarray(aux2["assignment"])
   np.testing.assert_array_equal(np.delete(a, 1, axis=1), np.delete(a2, 1, axis=1))
   assert not np.array_equal(a[:, 1], a2[:, 1])
 
 
 def test_full_capacity_equals_dense_vivit():
-  v = set_alpha(V, 0.0)
+  v = set_alpha(variables(), 0.0)
   got, aux = apply(CFG, "mone", v, capacities=(0.0, 0.0, 0.0, 1.0))
   want, _ = apply(CFG, "vit", dense_part(v))
   assert np.abs(np.asarray(want)).max() > 0.1  # a real, non-trivial output
@@ -134,7 +138,7 @@ def test_full_capacity_equals_dense_vivit():
 
 @pytest.mark.parametrize("j", range(4))
 def test_all_tokens_on_expert_j_equals_matvivit_submodel(j):
-  v = set_alpha(V, 0.0)
+  v = set_alpha(variables(), 0.0)
   got, _ = apply(CFG, "mone", v, capacities=tuple(np.eye(4)[j]))
   want, _ = apply(CFG, "matvit", dense_part(v), width_index=j)
   np.testing.assert_allclose(got, want, **TOL)
@@ -187,7 +191,7 @@ def test_grouped_mone_equals_masked_reference(overrides, e_c, drop):
 def test_random_router_needs_and_uses_rng():
   cfg = config.vivit("tiny/8x2", router="random")
   m = kinds.build(cfg, "mone")
-  f = lambda key: m.apply(V, X, CAPS, rngs={"routing": key})[1]["assignment"]
+  f = lambda key: m.apply(variables(), X, CAPS, rngs={"routing": key})[1]["assignment"]
   a1, a2 = np.asarray(f(jax.random.key(1))), np.asarray(f(jax.random.key(2)))
   assert not np.array_equal(a1, a2)
   np.testing.assert_array_equal(a1, f(jax.random.key(1)))
@@ -198,17 +202,17 @@ def test_random_router_needs_and_uses_rng():
 def test_bad_inputs_are_rejected():
   m = kinds.build(CFG, "mone")
   with pytest.raises(ValueError, match=r"video must have shape \[batch, 8, 32, 32, 3\]"):
-    m.apply(V, jnp.ones((2, 6, 32, 32, 3)), CAPS)
+    m.apply(variables(), jnp.ones((2, 6, 32, 32, 3)), CAPS)
   with pytest.raises(ValueError, match="video must have shape"):
-    m.apply(V, jnp.ones((8, 32, 32, 3)), CAPS)
+    m.apply(variables(), jnp.ones((8, 32, 32, 3)), CAPS)
   with pytest.raises(ValueError, match="needs capacities"):
-    m.apply(V, X)
+    m.apply(variables(), X)
   with pytest.raises(ValueError, match="sum to 1"):
-    m.apply(V, X, (0.5, 0.5, 0.5, 0.5))
+    m.apply(variables(), X, (0.5, 0.5, 0.5, 0.5))
   with pytest.raises(ValueError, match="width_index must be in"):
-    kinds.build(CFG, "matvit").apply(dense_part(V), X, width_index=4)
+    kinds.build(CFG, "matvit").apply(dense_part(variables()), X, width_index=4)
   with pytest.raises(ValueError, match="capacities are for routed"):
-    kinds.build(CFG, "vit").apply(dense_part(V), X, CAPS)
+    kinds.build(CFG, "vit").apply(dense_part(variables()), X, CAPS)
   with pytest.raises(ValueError, match="kind must be one of"):
     kinds.build(CFG, "mod")
   with pytest.raises(ValueError, match="config must be a ViViTConfig"):
@@ -231,7 +235,7 @@ def test_multiclip_averages_probabilities():
 
 def test_multiclip_with_the_model():
   m = kinds.build(CFG, "mone")
-  fn = lambda v: m.apply(V, v, CAPS)[0]
+  fn = lambda v: m.apply(variables(), v, CAPS)[0]
   clips = jnp.stack([X, X[:, ::-1]], axis=1)  # K = 2 clips per example
   got = vivit.multiclip_logits(fn, clips)
   p = (jax.nn.softmax(fn(X)) + jax.nn.softmax(fn(X[:, ::-1]))) / 2

@@ -118,6 +118,7 @@ def finished(tmp_path_factory):
   return loop.train(tiny(), work, progress=False), work
 
 
+@pytest.mark.slow
 def test_same_config_and_seed_give_identical_metrics(tmp_path, finished):
   a = finished[0]
   b = loop.train(tiny(), tmp_path / "b", progress=False)
@@ -186,6 +187,7 @@ def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_p
   # (A rerun of a finished run only reloads: test_train.py::test_rerun_of_finished_run_does_no_training.)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "delete"])
 def test_damaged_latest_checkpoint_falls_back_to_the_previous_good_one(tmp_path, capsys, finished, damage):
   ref, done = finished

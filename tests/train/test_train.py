@@ -79,6 +79,7 @@ def test_one_device_eight_devices_and_fsdp_agree(tmp_path):
   np.testing.assert_allclose([l for _, l in fsdp["history"]], [l for _, l in eight["history"]], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_and_bfloat16_take_the_plain_steps(tmp_path, kind="mone"):
   """Two micro-batches of 8 give the update of one batch of 16 (learned router: per-image
   routing); bfloat16 compute follows the float32 run within bfloat16's precision (8 bits of
@@ -144,6 +145,7 @@ def _cli(workdir, *extra):
   return train_command(workdir, "checkpoint_every=10", *extra)
 
 
+@pytest.mark.slow
 def test_rerun_of_finished_run_does_no_training(tmp_path):
   cfg = tiny()
   first = loop.train(cfg, tmp_path, progress=False)
@@ -250,6 +252,7 @@ def test_video_config_checks():
     tiny_video(**{"model.num_classes": 10})
 
 
+@pytest.mark.slow
 def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_path, monkeypatch, capsys):
   """A fresh clone has the committed run file but no checkpoint: the weights are retrained,
   and if they differ from the run file's (another device), the notebook output says so."""
@@ -308,6 +311,7 @@ def test_committed_router_weights_give_the_trained_routers_outputs_without_retra
     experiments.router_params(tiny(kind="vit"))
 
 
+@pytest.mark.slow
 def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
   """stored_params(cfg) with every parameter: the committed file alone gives the trained model's
   predictions, with no checkpoint; a file holding only the router's inputs is refused for the whole."""
@@ -333,6 +337,7 @@ def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
   assert not experiments.workdir(cfg).exists()  # nothing retrained
 
 
+@pytest.mark.slow
 def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   cfg = tiny(kind="vit", eval_every=2, log_every=1, num_val=32)
   m = loop.train(cfg, tmp_path / "run", progress=False)
@@ -372,6 +377,7 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_older_code_resumes_with_an_unrecorded_first_part(tmp_path):
   cfg = tiny(kind="vit")
   loop.train(cfg, tmp_path, progress=False)
@@ -387,6 +393,7 @@ def test_a_checkpoint_of_older_code_resumes_with_an_unrecorded_first_part(tmp_pa
       {"device": m["device"], "matmul_precision": "default", "from_step": 3, "to_step": 6}]
 
 
+@pytest.mark.slow
 def test_mone_matmul_precision_sets_jax_precision_and_is_recorded(tmp_path, monkeypatch):
   """MONE_MATMUL_PRECISION reaches the compiled matmuls and the run file; on the CPU "highest"
   trains the same bits as the default (XLA:CPU computes float32 matmuls in full float32)."""
@@ -474,6 +481,7 @@ def test_progress_on_an_object_store_reads_once_and_writes_in_bursts(monkeypatch
   assert (fresh.reads, fresh.writes) == (0, 2) and len(fresh.text.splitlines()) == 2
 
 
+@pytest.mark.slow
 def test_a_run_streams_its_progress_to_metrics_jsonl(tmp_path):
   cfg = tiny(kind="vit")
   m = loop.train(cfg, tmp_path / "run", progress=False)
