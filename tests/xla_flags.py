@@ -8,6 +8,7 @@ tests check behaviour, never speed (speed is measured by `python -m mone.bench` 
 
 Both change the machine code, not XLA's graph, and the last bits of some results with it: a test
 that compares two computations compares them under the same flags, and no test compares a number
-against one computed with other flags except through a tolerance or an argmax.
+against one computed with other flags except through a tolerance or an argmax. XLA aborts on a flag
+it does not know: these are the pinned jaxlib's (requirements/lock.txt), checked by every test run.
 """
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
