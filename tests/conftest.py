@@ -2,11 +2,11 @@ import os
 from pathlib import Path
 
 import pytest
-from xla_flags import FAST_COMPILE
+from xla_flags import with_devices
 
 # Tests run on the CPU; 8 virtual devices let the data-parallel tests build a real mesh. XLA
 # compiles for speed of compiling, not of the code (xla_flags.py says why).
-os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count=8 {FAST_COMPILE}")
+os.environ.setdefault("XLA_FLAGS", with_devices(8))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # XLA's persistent compilation cache, shared by every test, the subprocesses they start and the
 # notebook kernels (notebook_util): many tests compile the same small programs (every restart in

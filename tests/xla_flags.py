@@ -12,3 +12,8 @@ against one computed with other flags except through a tolerance or an argmax. X
 it does not know: these are the pinned jaxlib's (requirements/lock.txt), checked by every test run.
 """
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+
+
+def with_devices(n: int) -> str:
+  """FAST_COMPILE with n virtual CPU devices: the data-parallel tests build a real mesh on them."""
+  return f"--xla_force_host_platform_device_count={n} {FAST_COMPILE}"

@@ -14,7 +14,7 @@ import pytest
 from mone.data import pipeline as ip
 
 from helpers import REPO
-from xla_flags import FAST_COMPILE
+from xla_flags import with_devices
 
 
 def _source(n=40):
@@ -57,7 +57,7 @@ def _free_port() -> int:
 
 def _train(workdir, devices: int, *extra):
   env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-         "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}"}
+         "XLA_FLAGS": with_devices(devices)}
   cli = [sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(workdir), "--quiet",
          "steps=8", "checkpoint_every=4", "log_every=2", "eval_every=4", "num_val=48", "batch_size=16",
          "eval_batch_size=32", "num_train=128", "num_test=72", *extra]
