@@ -78,7 +78,6 @@ def claims_figure(claims: list[dict], title: str = ""):
 
 LANDING_COLOURS = {"reproduced": "#029e73", "not reproduced": "#d55e00", "inconclusive": "#949494"}
 WELCH_DASH = (0, (2, 1))  # an unpaired claim's interval (Welch's, from both arms): not a CI of paired differences
-DIFFERENCE_AXIS = "MoNE minus the baseline (points), mean and 95% CI over seeds"
 
 
 def _with_interval(claims: list[dict]) -> list[dict]:
@@ -86,11 +85,15 @@ def _with_interval(claims: list[dict]) -> list[dict]:
   return [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
 
 
-def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path, before: str, after: str) -> None:
+def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path, before: str, after: str,
+                   title: str | None = None) -> None:
   """`pages.changes` as a picture: for every trained claim with an interval in both sets ({chapter:
   claims}), its mean and 95% CI before (thin, above) and after (thick, below), coloured by each
   verdict, so that a reader sees which intervals shrank, which means moved and which crossed
-  zero. `before` and `after` name the two sets in the legend. matplotlib is imported here only."""
+  zero; the band a 'matches' claim must lie in behind it. Two panels on their own axes, as on the
+  landing figure: the accuracy comparisons (a few points) would be unreadable beside the trends
+  (`TREND_PREFIXES`, tens of points). `before` and `after` name the two sets in the legend.
+  matplotlib is imported here only."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
@@ -99,26 +102,39 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
   shared = [i for i in b if i in a]
   if not shared:
     raise ValueError("compare_figure: no trained claim has an interval in both sets")
-  fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(shared) + 1.4))
-  for y, ident in enumerate(reversed(shared)):
-    for c, dy, lw, ms in ((a[ident], 0.17, 1.2, 3.5), (b[ident], -0.12, 3.0, 5.5)):
-      col = LANDING_COLOURS[c["verdict"]]
-      ax.plot(c["ci95"], [y + dy] * 2, color=col, lw=lw, solid_capstyle="butt", alpha=0.55 if dy > 0 else 1.0,
-              ls=WELCH_DASH if c.get("test") == "welch" else "-")
-      ax.plot(c["measured"], y + dy, "o", color=col, ms=ms, alpha=0.55 if dy > 0 else 1.0)
-  ax.axvline(0, color="k", lw=0.8)
-  ax.set_yticks(range(len(shared)), [i + (" (unpaired)" if b[i].get("test") == "welch" else "") for i in reversed(shared)],
-                fontsize=8)
-  ax.plot([], [], color="0.4", lw=1.2, alpha=0.55, label=f"{before} (thin, above)")
-  ax.plot([], [], color="0.4", lw=3.0, label=f"{after} (thick, below)")
+  panels = [("Accuracy: MoNE minus the baseline (points)", [i for i in shared if not i.startswith(TREND_PREFIXES)]),
+            ("Drops and token precision (points)", [i for i in shared if i.startswith(TREND_PREFIXES)])]
+  panels = [(t, p) for t, p in panels if p]
+  fig, axes = plt.subplots(len(panels), 1, figsize=(8.5, 0.42 * len(shared) + 0.8 * len(panels) + 1.2), squeeze=False,
+                           gridspec_kw={"height_ratios": [len(p) + 1 for _, p in panels]})
+  for ax, (panel_title, pids) in zip(axes[:, 0], panels):
+    for y, ident in enumerate(reversed(pids)):
+      if b[ident].get("relation") == "matches":
+        tol = b[ident]["tolerance"]
+        ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
+      for c, dy, lw, ms in ((a[ident], 0.17, 1.2, 3.5), (b[ident], -0.12, 3.0, 5.5)):
+        col = LANDING_COLOURS[c["verdict"]]
+        ax.plot(c["ci95"], [y + dy] * 2, color=col, lw=lw, solid_capstyle="butt", alpha=0.55 if dy > 0 else 1.0,
+                ls=WELCH_DASH if c.get("test") == "welch" else "-")
+        ax.plot(c["measured"], y + dy, "o", color=col, ms=ms, alpha=0.55 if dy > 0 else 1.0)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(pids)), [i + (" (unpaired)" if b[i].get("test") == "welch" else "") for i in reversed(pids)],
+                  fontsize=9)
+    ax.set_ylim(-0.7, len(pids) - 0.3)
+    ax.set_title(panel_title, fontsize=10, loc="left")
+    ax.grid(alpha=0.3, axis="x")
+  top = axes[0, 0]
+  top.plot([], [], color="0.4", lw=1.2, alpha=0.55, label=f"{before} (thin, above)")
+  top.plot([], [], color="0.4", lw=3.0, label=f"{after} (thick, below)")
   for v, col in LANDING_COLOURS.items():
-    ax.plot([], [], "s", color=col, label=v)
-  ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False, handlelength=1.5,
-            columnspacing=1.0)  # above the axes: no claim's interval is hidden under it
-  ax.set_xlabel(DIFFERENCE_AXIS)
-  ax.set_title(f"Every trained claim with an interval: {before} and {after}", fontsize=10, pad=36)
-  ax.grid(alpha=0.3, axis="x")
-  fig.tight_layout()
+    top.plot([], [], "s", color=col, label=v)
+  if any(b[i].get("relation") == "matches" for i in shared):
+    top.fill_between([], [], color="#56b4e9", alpha=0.25, label="where 'matches' must lie")
+  fig.suptitle(title or f"Every trained claim with an interval: {before} and {after}", fontsize=11)
+  fig.legend(*top.get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=3, frameon=False,
+             handlelength=1.5, columnspacing=1.0)  # below the panels: no claim's interval is hidden under it
+  axes[-1, 0].set_xlabel("mean and 95% CI over seeds (points)")
+  fig.tight_layout(rect=(0, 0.06, 1, 1))
   plots.save_png(fig, path, dpi=110)
 
 

@@ -6,6 +6,8 @@ file written outside a notebook::
   claims OUT --compare OLD_RESULTS [--kind K] [--compare-figure PNG --labels BEFORE AFTER]
                                                             the verdicts that changed between two results folders
   devices OUT                                               the device-effect page (book/devices.md)
+  readout OUT --plan PLAN [--figure PNG]                    a seed plan's frozen claims: as planned, as
+                                                            expected and as its seeds decide them
   headlines                                                 every headline claim of the finished runs
   calibration [--name NAME] [--kind KIND] [--figure]        the calibration tables of a config's runs
   seed-plan OUT [--amend | --ten]                           a pre-registered seed plan, as JSON
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import (calibration, claim_plots, claims, devices, experiments, headlines, pages, plan,
-                           preregistration, seed_plans, significance, verdicts)
+                           plan_readout, preregistration, seed_plans, significance, verdicts)
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -75,6 +77,28 @@ def devices_command(args) -> None:
   else:
     landed, seeds, note = None, None, ""
   devices.write_page(args.out, args.results, landed, seeds, note)
+
+
+def readout_command(args) -> None:
+  """The readout of a seed plan that freezes its claims (`plan_readout.table`) and, once the
+  chapters decide them at the plan's seeds, each claim's interval as planned and as decided
+  (`claim_plots.compare_figure`)."""
+  root = Path(args.results) if args.results else results.results_root()
+  plan_path = Path(args.plan)
+  if not plan_path.is_file():
+    raise SystemExit(f"--plan: no seed plan at {plan_path}")
+  frozen = results.read_json(plan_path)
+  if not any("definition_hash" in c for c in frozen.get("claims", {}).values()):
+    raise SystemExit(f"--plan: {plan_path} freezes no claim's definition (a plan written by `seed-plan --ten` does)")
+  chapters = significance.annotate(claims.load(root))
+  text = plan_readout.table(frozen, chapters, plan_readout.landed(frozen, root), plan_path.name)
+  if args.figure and len(plan_readout.read(frozen, chapters)) == len(frozen["claims"]):
+    before, after = plan_readout.labels(frozen)
+    claim_plots.compare_figure(plan_readout.planned_claims(frozen), chapters, args.figure, before, after,
+                               title=f"Every claim {plan_path.name} froze: {before} as planned and {after}")
+    figure = os.path.relpath(Path(args.figure).resolve(), Path(args.out).resolve().parent)
+    text += (f"\n![Each frozen claim's mean and 95% CI as planned and as decided]({figure})\n")
+  _write_if_changed(Path(args.out), text)
 
 
 def headlines_command(args) -> None:
@@ -160,6 +184,16 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("out", help="the Markdown page to write, e.g. book/devices.md")
   p.add_argument("--results", default=None, help=results_help)
   p.set_defaults(run=devices_command)
+
+  p = sub.add_parser("readout", help="a seed plan's frozen claims: as planned, as expected, as decided",
+                     description=plan_readout.__doc__.split("\n\n")[0])
+  p.add_argument("out", help="the Markdown table to write, e.g. book/ten_seed_readout.md")
+  p.add_argument("--plan", required=True, help="a seed plan that freezes its claims, e.g. results/seed_plan_10.json")
+  p.add_argument("--figure", metavar="PNG", default=None,
+                 help="once the chapters read the plan's seeds, also draw each claim's interval as planned and as "
+                      "decided (needs matplotlib)")
+  p.add_argument("--results", default=None, help=results_help)
+  p.set_defaults(run=readout_command)
 
   p = sub.add_parser("headlines", help="where the headline claims stand, from the landed run files",
                      description=headlines.__doc__.split("\n\n")[0])

@@ -1,0 +1,129 @@
+"""A seed plan read against what its seeds gave (book/ten_seeds.md).
+
+A plan that freezes its claims (`preregistration.frozen`) records, before any of its runs train,
+where each claim stands and an estimate of how often its interval will decide at the seeds the
+plan adds. Once the chapters read those seeds, `table` sets the three side by side for every
+frozen claim: as planned, as expected, as measured, each with its family-wise verdict. Until then
+it says how many of the plan's runs have landed and reads nothing from them: a verdict is never
+taken on a subset of a plan's seeds.
+"""
+from pathlib import Path
+
+from mone.chapters import preregistration, verdicts
+
+
+def planned_claims(plan: dict) -> dict[str, list[dict]]:
+  """The plan's claims as they stood when it was fixed, as claims ({chapter: [claim]}, what
+  `claims.load` returns) that `claim_plots.compare_figure` can draw: verdict, mean, CI, seeds,
+  test, relation and tolerance. A plan stores differences in points only."""
+  out: dict[str, list[dict]] = {}
+  for cid, f in plan["claims"].items():
+    now = f["now"]
+    out.setdefault(f["chapter"], []).append(
+        {"id": cid, "kind": "trained", "unit": "points", "verdict": now["verdict"], "measured": now["mean"],
+         "ci95": now["ci95"], "n_seeds": now["n_seeds"], "test": f["definition"]["test"],
+         "relation": f["definition"]["relation"], "tolerance": f["definition"]["tolerance"],
+         "verdict_familywise": now.get("verdict_familywise")})
+  return out
+
+
+def landed(plan: dict, root) -> tuple[int, int, int]:
+  """(run files, weights files, runs planned): how many of the plan's runs have committed their
+  run file and their final parameters under the results folder `root`."""
+  runs = plan["runs"]
+  root = Path(root)
+  return (sum((root / "runs" / r["run_file"]).exists() for r in runs),
+          sum((root / "weights" / r["weights_file"]).exists() for r in runs if "weights_file" in r), len(runs))
+
+
+def read(plan: dict, chapters: dict[str, list[dict]]) -> dict[str, dict]:
+  """{claim id: claim} of the plan's claims that the chapters decide at every seed the plan
+  decides them at (`decided_at`): empty until the chapters read the plan's seeds."""
+  n = len(plan["decided_at"])
+  return {c["id"]: c for cs in chapters.values() for c in cs if c["id"] in plan["claims"] and c.get("n_seeds") == n}
+
+
+def labels(plan: dict) -> tuple[str, str]:
+  """('5 seeds', '10 seeds'): the seeds a plan's claims were planned from, and decided at."""
+  return f"{max(f['now']['n_seeds'] for f in plan['claims'].values())} seeds", f"{len(plan['decided_at'])} seeds"
+
+
+def _verdicts(verdict: str, familywise: str | None) -> str:
+  fw = f" (family-wise: {verdicts.VERDICT_LABEL[familywise]})" if familywise else ""
+  return verdicts.VERDICT_LABEL[verdict] + fw
+
+
+def _interval(mean: float, ci95, n: int, test: str, p: float | None = None) -> str:
+  welch = " (Welch, unpaired)" if test == "welch" else ""
+  p_text = f", p = {p:.2g}" if p is not None else ""
+  return f"{mean:+.2f}, 95% CI [{ci95[0]:+.2f}, {ci95[1]:+.2f}]{welch}, {n} seeds{p_text}"
+
+
+def _definition_cell(cid: str, frozen: dict, now: dict | None, plan_name: str) -> str:
+  """'as frozen' where the chapter's definition hashes to the plan's; else what changed, as
+  `preregistration.DEVIATIONS` records it, and the plan's result where the chapter computes it."""
+  if now is None or preregistration.definition_hash(preregistration.definition(now)) == frozen["definition_hash"]:
+    return "as frozen"
+  recorded = preregistration.DEVIATIONS.get(plan_name, {}).get(cid)
+  out = f"**changed after the plan**: {recorded['what']} ({recorded['why']})" if recorded else "**changed**, not recorded"
+  dev = now.get("plan_deviation")
+  if dev and dev.get("plan") == plan_name:
+    pre = dev["preregistered"]
+    out += f"; as frozen: {_verdicts(pre['verdict'], None)}, {_interval(pre['measured'], pre['ci95'], pre['n_seeds'], pre.get('test', ''))}"
+  return out
+
+
+def _tally(rows: list[tuple[str, str | None]]) -> str:
+  """'2 reproduced, 1 not reproduced, 18 open (family-wise: ...)' of (verdict, family-wise verdict) pairs."""
+  def count(vs):
+    r, x = vs.count("reproduced"), vs.count("not reproduced")
+    return f"{r} reproduced, {x} not reproduced, {len(vs) - r - x} open"
+  return f"{count([v for v, _ in rows])} (family-wise: {count([f or 'inconclusive' for _, f in rows])})"
+
+
+def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, int], plan_name: str) -> str:
+  """The readout of a plan that freezes its claims, as Markdown: a summary, then one row per
+  frozen claim, in chapter order: where it stood when the plan was fixed, the power the plan
+  expected (an estimate), what the chapters measure at the plan's seeds (once they read them:
+  `read`) and whether its definition is still the frozen one. `counts` is `landed`'s."""
+  n_planned = len(plan["decided_at"])
+  before, after = labels(plan)
+  measured = read(plan, chapters)
+  current = {c["id"]: c for cs in chapters.values() for c in cs}
+  order = {c["id"]: i for i, c in enumerate(c for _, cs in sorted(chapters.items()) for c in cs)}
+  ids = sorted(plan["claims"], key=lambda i: (plan["claims"][i]["chapter"], order.get(i, len(order)), i))
+  expected_key = f"expected_at_{n_planned}_seeds"
+  runs, weights, total = counts
+  seeds = plan["seeds"]
+  lines = [f"{len(ids)} claims frozen by `{plan_name}` (fixed on {plan['fixed_on']}, before any of its runs trained), "
+           f"each to be decided at {n_planned} "
+           "seeds. Every value is a difference in points, as the claim's frozen metric defines it.", ""]
+  lines.append(f"- **At {before}, when the plan was fixed:** "
+               + _tally([(plan["claims"][i]["now"]["verdict"], plan["claims"][i]["now"].get("verdict_familywise")) for i in ids])
+               + ".")
+  lines.append(f"- **Expected at {after}** (an estimate, claim by claim, as if each claim's mean and spread at {before} "
+               f"were the truth): about {sum(plan['claims'][i][expected_key]['decided'] for i in ids):.1f} of the {len(ids)} decided, "
+               "the sum of the claims' estimated chances to be decided.")
+  if len(measured) == len(ids):
+    lines.append(f"- **At {after}:** " + _tally([(measured[i]["verdict"], measured[i].get("verdict_familywise")) for i in ids])
+                 + ".")
+  else:
+    lines.append(f"- **At {after}: not read yet.** {runs} of the {total} runs of seeds {seeds[0]}-{seeds[-1]} have committed "
+                 f"their run file ({weights} their final parameters). The chapters read those seeds only once all "
+                 f"{total} have (`mone.chapters.plan.seeds`); until then this column stays empty, so that no verdict is "
+                 "taken on a subset.")
+  lines += ["", f"| Claim | At {before} (planned from) | Expected at {after} (estimate) | At {after} | Definition |",
+            "| --- | --- | --- | --- | --- |"]
+  for cid in ids:
+    f = plan["claims"][cid]
+    now, e = f["now"], f[expected_key]
+    m = measured.get(cid)
+    at_ten = (f"{_verdicts(m['verdict'], m.get('verdict_familywise'))}: "
+              f"{_interval(m['measured'], m['ci95'], m['n_seeds'], m.get('test', ''), m.get('p_value'))}" if m else "not read yet")
+    cells = [f"`{cid}`",
+             f"{_verdicts(now['verdict'], now.get('verdict_familywise'))}: {_interval(now['mean'], now['ci95'], now['n_seeds'], f['definition']['test'])}",
+             f"reproduces {100 * e['reproduced']:.0f}%, rules out {100 * e['not reproduced']:.0f}%",
+             at_ten, _definition_cell(cid, f, current.get(cid), plan_name)]
+    lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+  return "\n".join(lines) + "\n"
+
