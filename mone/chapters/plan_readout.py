@@ -89,6 +89,8 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
   n_planned = len(plan["decided_at"])
   before, after = labels(plan)
   measured = read(plan, chapters)
+  ids_read = len(measured) == len(plan["claims"])
+  measured = measured if ids_read else {}  # a chapter not yet re-executed: show none, not a subset
   current = {c["id"]: c for cs in chapters.values() for c in cs}
   order = {c["id"]: i for i, c in enumerate(c for _, cs in sorted(chapters.items()) for c in cs)}
   ids = sorted(plan["claims"], key=lambda i: (plan["claims"][i]["chapter"], order.get(i, len(order)), i))
@@ -96,15 +98,15 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
   runs, weights, total = counts
   seeds = plan["seeds"]
   lines = [f"{len(ids)} claims frozen by `{plan_name}` (fixed on {plan['fixed_on']}, before any of its runs trained), "
-           f"each to be decided at {n_planned} "
-           "seeds. Every value is a difference in points, as the claim's frozen metric defines it.", ""]
+           f"each to be decided at {n_planned} seeds. "
+           "Every value is a difference in points, as the claim's frozen metric defines it.", ""]
   lines.append(f"- **At {before}, when the plan was fixed:** "
                + _tally([(plan["claims"][i]["now"]["verdict"], plan["claims"][i]["now"].get("verdict_familywise")) for i in ids])
                + ".")
   lines.append(f"- **Expected at {after}** (an estimate, claim by claim, as if each claim's mean and spread at {before} "
                f"were the truth): about {sum(plan['claims'][i][expected_key]['decided'] for i in ids):.1f} of the {len(ids)} decided, "
                "the sum of the claims' estimated chances to be decided.")
-  if len(measured) == len(ids):
+  if ids_read:
     lines.append(f"- **At {after}:** " + _tally([(measured[i]["verdict"], measured[i].get("verdict_familywise")) for i in ids])
                  + ".")
   else:
