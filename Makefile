@@ -159,7 +159,7 @@ EXECUTED := $(foreach c,$(CHAPTERS),$(NB_OUT)/$(c).ipynb)
 figures: $(EXECUTED)
 	$(PY) -m mone.chapters claims $(VERDICTS) --tables $(dir $(VERDICTS))claims.md --figures $(if $(filter small,$(PROFILE)),--readme README.md)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters claims book/first_profile_changes.md --compare results/first_profile)
-	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters claims book/seed_plan_changes.md --compare results/three_seeds --kind trained --compare-figure results/seed_plan_changes.png --labels '3 seeds' '5 seeds')
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters claims book/seed_plan_changes.md --results results/five_seeds --compare results/three_seeds --kind trained --compare-figure results/seed_plan_changes.png --labels '3 seeds' '5 seeds')
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters readout book/ten_seed_readout.md --plan results/seed_plan_10.json --figure results/ten_seeds.png)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters devices book/devices.md)
 

@@ -136,13 +136,16 @@ def compact_table(trained: list[dict], doc_prefix: str = "notebooks/") -> str:
   words, the difference with its 95% CI and seeds, and the verdict (pre-registered where the claim's
   definition changed after its plan) with the family-wise verdict."""
   label = verdicts.VERDICT_LABEL
-  out = ["| Claim | Paper | MoNE minus baseline [95% CI], seeds | Verdict (family-wise) |", "|---|---|---|---|"]
+  # Every trained difference is in points: the header says so once, and each cell stays short
+  # enough not to wrap in the page's narrow column.
+  out = ["| Claim | Paper | MoNE minus baseline, points [95% CI], seeds | Verdict (family-wise) |", "|---|---|---|---|"]
   for name in FAMILIES:
     for c in trained:
       if family(c["id"]) != name:
         continue
       shown = claims_lib.counted(c)
-      diff = verdicts.fmt_value(shown["measured"], shown.get("unit", "")) + (f" {verdicts.fmt_ci(shown)}" if shown.get("ci95") else "")
+      diff = verdicts.fmt_value(shown["measured"], shown.get("unit", "")).removesuffix(" points") \
+          + (f" {verdicts.fmt_ci(shown)}" if shown.get("ci95") else "")
       verdict = label[claims_lib.counted_verdict(c)] + (" (pre-registered)" if "plan_deviation" in c else "") \
           + (" (exploratory)" if c.get("exploratory") else "")
       link = f"[`{c['id']}`]({doc_prefix}{c['chapter']}.ipynb)" if c.get("chapter") else f"`{c['id']}`"
