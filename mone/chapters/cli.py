@@ -88,11 +88,11 @@ def readout_command(args) -> None:
   if not plan_path.is_file():
     raise SystemExit(f"--plan: no seed plan at {plan_path}")
   frozen = results.read_json(plan_path)
-  if not any("definition_hash" in c for c in frozen.get("claims", {}).values()):
+  if not preregistration.freezes_definitions(frozen):
     raise SystemExit(f"--plan: {plan_path} freezes no claim's definition (a plan written by `seed-plan --ten` does)")
   chapters = significance.annotate(claims.load(root))
   text = plan_readout.table(frozen, chapters, plan_readout.landed(frozen, root), plan_path.name)
-  if args.figure and len(plan_readout.read(frozen, chapters)) == len(frozen["claims"]):
+  if args.figure and plan_readout.read(frozen, chapters):
     before, after = plan_readout.labels(frozen)
     claim_plots.compare_figure(plan_readout.planned_claims(frozen), chapters, args.figure, before, after,
                                title=f"Every claim {plan_path.name} froze: {before} as planned and {after}")

@@ -37,10 +37,12 @@ def landed(plan: dict, root) -> tuple[int, int, int]:
 
 
 def read(plan: dict, chapters: dict[str, list[dict]]) -> dict[str, dict]:
-  """{claim id: claim} of the plan's claims that the chapters decide at every seed the plan
-  decides them at (`decided_at`): empty until the chapters read the plan's seeds."""
+  """{claim id: claim} of every claim the plan froze, once the chapters decide each of them at
+  every seed the plan decides them at (`decided_at`); empty until then, also while a chapter not
+  yet re-executed still decides at the seeds before: never a subset."""
   n = len(plan["decided_at"])
-  return {c["id"]: c for cs in chapters.values() for c in cs if c["id"] in plan["claims"] and c.get("n_seeds") == n}
+  at_n = {c["id"]: c for cs in chapters.values() for c in cs if c["id"] in plan["claims"] and c.get("n_seeds") == n}
+  return at_n if len(at_n) == len(plan["claims"]) else {}
 
 
 def labels(plan: dict) -> tuple[str, str]:
@@ -89,8 +91,6 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
   n_planned = len(plan["decided_at"])
   before, after = labels(plan)
   measured = read(plan, chapters)
-  ids_read = len(measured) == len(plan["claims"])
-  measured = measured if ids_read else {}  # a chapter not yet re-executed: show none, not a subset
   current = {c["id"]: c for cs in chapters.values() for c in cs}
   order = {c["id"]: i for i, c in enumerate(c for _, cs in sorted(chapters.items()) for c in cs)}
   ids = sorted(plan["claims"], key=lambda i: (plan["claims"][i]["chapter"], order.get(i, len(order)), i))
@@ -106,7 +106,7 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
   lines.append(f"- **Expected at {after}** (an estimate, claim by claim, as if each claim's mean and spread at {before} "
                f"were the truth): about {sum(plan['claims'][i][expected_key]['decided'] for i in ids):.1f} of the {len(ids)} decided, "
                "the sum of the claims' estimated chances to be decided.")
-  if ids_read:
+  if measured:
     lines.append(f"- **At {after}:** " + _tally([(measured[i]["verdict"], measured[i].get("verdict_familywise")) for i in ids])
                  + ".")
   else:

@@ -62,6 +62,7 @@ def test_once_read_each_claim_shows_its_plan_and_its_ten_seeds_with_the_family_w
   assert "- **At 10 seeds:** 1 reproduced, 1 not reproduced, 0 open (family-wise: 1 reproduced, 1 not reproduced, 0 open)." in text
   # one claim still at five seeds (a chapter not re-executed): the readout does not call the plan read
   mixed = {"03_figure3_images": [ten["03_figure3_images"][0], five["03_figure3_images"][1]]}
+  assert plan_readout.read(plan, mixed) == {}
   text = plan_readout.table(plan, mixed, (3, 3, 3), "seed_plan_10.json")
   assert "not read yet" in text and "10 seeds, p =" not in text  # no claim shown at ten seeds alone
 
