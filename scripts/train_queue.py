@@ -6,6 +6,7 @@ run file as it finishes, with the weights it saves under results/weights/.
   mkdir -p $HOME/mone-cache && MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
   .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores [--twins]  # a worker a core; --twins: CPU twins (plan.TWINS)
+  .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores --order longest --finish-within 2.3  # what fits in 2.3 h
   MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
@@ -67,18 +68,34 @@ def claim(cfg):
   return f
 
 
-def next_run(runs: list):
-  """The first of `runs` ((label, config) pairs) without a run file and free to claim, with its lock
-  (`claim`); None where none is left. Its run file is looked for again once claimed: another worker
-  may have finished it meanwhile."""
+def next_run(runs: list, fits=lambda cfg: True):
+  """The first of `runs` ((label, config) pairs) without a run file, that `fits` (the time left:
+  `finishes_in_time`) and free to claim, with its lock (`claim`); None where none is left. Its run
+  file is looked for again once claimed: another worker may have finished it meanwhile."""
   for label, cfg in runs:
-    if experiments.run_path(cfg).exists() or (lock := claim(cfg)) is None:
+    if experiments.run_path(cfg).exists() or not fits(cfg) or (lock := claim(cfg)) is None:
       continue
     if experiments.run_path(cfg).exists():
       lock.close()
       continue
     return (label, cfg), lock
   return None
+
+
+# The estimates (`run_times.estimate_seconds`) take the fastest finished run of the config; the
+# slower of two seeds trained alone took up to 1.09x as long (MatViT, seeds 3 and 4). Tests or a book
+# build on the same CPU slow a run by a fifth and more: leave them room in --finish-within.
+MARGIN = 1.1
+
+
+def finishes_in_time(seconds: float | None, now: float, deadline: float | None) -> bool:
+  """Whether a run with `seconds` of training left (None: no estimate) started at `now` finishes by
+  `deadline` (seconds since the epoch; None: no deadline) with MARGIN to spare. A run that cannot
+  finish is not started: a checkpoint outlives its machine only where the cache does, and a worker
+  that stops in time leaves its core to what has to run at the end (the tests, the figures)."""
+  if deadline is None:
+    return True
+  return seconds is not None and now + MARGIN * seconds <= deadline
 
 
 def save_weights(cfg) -> None:
@@ -175,10 +192,14 @@ def main():
                        "training left first, which finishes sooner on several workers (default: plan)")
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
+  ap.add_argument("--finish-within", type=float, default=None, metavar="HOURS",
+                  help="start only the runs that the estimate (run_times.estimate_seconds, with a margin) says finish "
+                       "within HOURS of the queue's start; a worker stops when none is left that would")
   ap.add_argument("--allow-gpu", action="store_true",
                   help="train on this machine's GPU even where the seed plan says CPU (seed_plans.trains_on); its paired "
                        "differences then cross devices")
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
+  ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # --finish-within, for them
   args = ap.parse_args()
   gpu = jax_may_use_gpu(os.environ)
   # Tiny runs leave a GPU mostly idle: on one H200 (16 host cores) each of 8 workers trains a digits64
@@ -195,6 +216,10 @@ def main():
     ap.error(f"--max-runs must be >= 0, got {args.max_runs}")
   if args.workers < 1:
     ap.error(f"--workers must be >= 1, got {args.workers}")
+  if args.finish_within is not None and not args.finish_within > 0:
+    ap.error(f"--finish-within must be > 0 hours, got {args.finish_within}")
+  if args.finish_within is not None and args.deadline is None:
+    args.deadline = time.time() + 3600 * args.finish_within
   cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
   if args.pin_cores and args.worker is None and not args.list and not 1 <= args.workers <= len(cores):
     ap.error(f"--pin-cores needs --workers in [1, {len(cores)}] (the cores this process may use), got {args.workers}")
@@ -217,7 +242,8 @@ def main():
   if args.workers > 1 and args.worker is None and not args.list:
     # Each process reads the plan itself; they never train the same run.
     procs = [start_worker([sys.executable, __file__, "--only", args.only, "--workers", str(args.workers),
-                           "--worker", str(k), "--max-runs", str(args.max_runs), "--order", args.order] + (["--twins"] if args.twins else []),
+                           "--worker", str(k), "--max-runs", str(args.max_runs), "--order", args.order]
+                          + (["--twins"] if args.twins else []) + ([] if args.deadline is None else ["--deadline", repr(args.deadline)]),
                           cores[k] if args.pin_cores else None) for k in range(args.workers)]
     sys.exit(max(p.wait() for p in procs))
   if args.pin_cores and args.workers == 1 and args.worker is None and not args.list:
@@ -257,12 +283,15 @@ def main():
     for cfg in missing_weights(runs):
       save_weights(cfg)
   runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
+  _, finished = finished_runs(args.twins)
+
+  def left(cfg):  # seconds of training cfg's run still needs, from where its workdir stopped
+    return seconds_left(cfg, run_times.estimate_seconds(cfg, finished), last_step(cfg))
   if args.order == "longest":
-    _, finished = finished_runs(args.twins)
-    runs = longest_first(runs, [seconds_left(c, run_times.estimate_seconds(c, finished), last_step(c)) for _, c in runs])
+    runs = longest_first(runs, [left(c) for _, c in runs])
   trained = 0
   while not args.max_runs or trained < args.max_runs:
-    if (taken := next_run(runs)) is None:
+    if (taken := next_run(runs, lambda cfg: finishes_in_time(left(cfg), time.time(), args.deadline))) is None:
       break
     (label, cfg), lock = taken
     with lock:  # held until the run and its router weights are written
@@ -275,8 +304,12 @@ def main():
     # keeps its accuracy out of sight too, so that nothing is decided on the runs that finish first.
     shown = "" if plan.keeps_weights(cfg) else f"accuracy {100 * m['accuracy']:.2f}% "
     logging.info("finished %s: %safter %d steps, %.0f s", label, shown, m["train_steps"], time.time() - start)
-  left = sum(not experiments.run_path(c).exists() for _, c in runs)
-  logging.info("queue stops: %d of %d runs left", left, len(runs))
+  todo = [c for _, c in runs if not experiments.run_path(c).exists()]
+  why = ""
+  if args.deadline is not None and (late := [c for c in todo if not finishes_in_time(left(c), time.time(), args.deadline)]):
+    why = (f", {len(late)} of them too long for the {max(0.0, args.deadline - time.time()) / 3600:.1f} h left "
+           f"(--finish-within; estimates with a margin of {MARGIN})")
+  logging.info("queue stops: %d of %d runs left%s", len(todo), len(runs), why)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,44 @@ def test_a_worker_takes_the_first_run_neither_finished_nor_held(tmp_path, monkey
   assert train_queue.next_run(runs) is None
 
 
+def test_a_run_starts_only_where_its_estimate_with_the_margin_ends_before_the_deadline():
+  margin = train_queue.MARGIN
+  assert margin > 1
+  assert train_queue.finishes_in_time(10 ** 9, now=0.0, deadline=None)  # no deadline: everything starts
+  assert train_queue.finishes_in_time(None, now=0.0, deadline=None)
+  assert not train_queue.finishes_in_time(None, now=0.0, deadline=10 ** 9)  # no estimate: it might not finish
+  assert train_queue.finishes_in_time(100.0, now=50.0, deadline=50.0 + margin * 100.0)
+  assert not train_queue.finishes_in_time(100.0, now=50.0, deadline=50.0 + margin * 100.0 - 1)
+  assert not train_queue.finishes_in_time(100.0, now=50.0, deadline=150.0)  # fits only without the margin
+
+
+def test_a_worker_passes_over_a_run_that_does_not_fit_and_leaves_it_free(tmp_path, monkeypatch):
+  runs = _two_runs(tmp_path, monkeypatch)
+  first, second = runs
+  taken, lock = train_queue.next_run(runs, fits=lambda cfg: cfg is not first[1])
+  assert taken == second
+  other = train_queue.claim(first[1])  # not claimed on the way: another queue with time for it takes it
+  assert other is not None
+  other.close()
+  lock.close()
+  assert train_queue.next_run(runs, fits=lambda cfg: False) is None
+
+
+def test_a_queue_with_too_little_time_trains_nothing_and_says_why(tmp_path, monkeypatch, caplog):
+  """With no finished run to time them by, no run has an estimate: under --finish-within none starts."""
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-vit-", "--finish-within", "2"])
+  with caplog.at_level("INFO"):
+    train_queue.main()
+  assert not list((tmp_path / "results").rglob("*.json")) and not (tmp_path / "cache").exists()
+  from mone.chapters import experiments, plan
+  n = sum("digits64-vit-" in experiments.run_path(cfg).name for _, cfg in plan.runs())
+  stops = [r.getMessage() for r in caplog.records if "queue stops" in r.getMessage()]
+  assert n > 0 and stops == [f"queue stops: {n} of {n} runs left, {n} of them too long for the 2.0 h left "
+                             f"(--finish-within; estimates with a margin of {train_queue.MARGIN})"]
+
+
 def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_for_ties():
   runs = ["a", "b", "c", "d", "e"]
   assert train_queue.longest_first(runs, [1.0, 4.0, None, 1.0, 2.5]) == ["c", "b", "e", "a", "d"]
@@ -75,6 +113,8 @@ def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_
 
 @pytest.mark.parametrize("flags, message", [(["--only", "no-such-run"], "no run's file name contains --only"),
                                             (["--workers", "0"], "--workers must be >= 1, got 0"),
+                                            (["--finish-within", "0"], "--finish-within must be > 0 hours, got 0.0"),
+                                            (["--finish-within", "-1.5"], "--finish-within must be > 0 hours, got -1.5"),
                                             (["--order", "fastest"], "argument --order: invalid choice: 'fastest'"),
                                             (["--workers", "999", "--pin-cores"], "--pin-cores needs --workers in [1, ")])
 def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch, capsys):
@@ -99,6 +139,20 @@ def test_workers_start_as_processes_and_skip_finished_runs(order, tmp_path):
                         "--workers", "2", "--order", order], capture_output=True, text=True, timeout=300, env=env)
   assert out.returncode == 0, out.stderr
   assert out.stderr.count("queue stops: 0 of 0 runs left") == 2  # each worker finds none left
+
+
+@pytest.mark.slow
+def test_every_worker_keeps_the_queues_deadline(tmp_path):
+  """--finish-within reaches the workers as one deadline: with no finished run to time the runs by,
+  neither starts one, and each says why."""
+  from mone.chapters import experiments, plan
+  n = sum("digits64-vit-" in experiments.run_path(cfg).name for _, cfg in plan.runs())
+  env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path / "results"), "MONE_CACHE_DIR": str(tmp_path / "cache")}
+  out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--only", "digits64-vit-",
+                        "--workers", "2", "--finish-within", "1"], capture_output=True, text=True, timeout=300, env=env)
+  assert out.returncode == 0, out.stderr
+  assert out.stderr.count(f"queue stops: {n} of {n} runs left, {n} of them too long for the ") == 2, out.stderr
+  assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity: Linux only")
