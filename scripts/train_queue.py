@@ -289,9 +289,11 @@ def main():
     return seconds_left(cfg, run_times.estimate_seconds(cfg, finished), last_step(cfg))
   if args.order == "longest":
     runs = longest_first(runs, [left(c) for _, c in runs])
+  # Without a deadline every run fits: no estimate is computed for the runs a worker passes over.
+  fits = (lambda cfg: True) if args.deadline is None else (lambda cfg: finishes_in_time(left(cfg), time.time(), args.deadline))
   trained = 0
   while not args.max_runs or trained < args.max_runs:
-    if (taken := next_run(runs, lambda cfg: finishes_in_time(left(cfg), time.time(), args.deadline))) is None:
+    if (taken := next_run(runs, fits)) is None:
       break
     (label, cfg), lock = taken
     with lock:  # held until the run and its router weights are written
