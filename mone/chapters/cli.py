@@ -91,10 +91,15 @@ def readout_command(args) -> None:
   if not preregistration.freezes_definitions(frozen):
     raise SystemExit(f"--plan: {plan_path} freezes no claim's definition (a plan written by `seed-plan --ten` does)")
   chapters = significance.annotate(claims.load(root))
-  text = plan_readout.table(frozen, chapters, plan_readout.landed(frozen, root), plan_path.name)
-  if args.figure and plan_readout.read(frozen, chapters):
+  try:
+    text = plan_readout.table(frozen, chapters, plan_readout.landed(frozen, root), plan_path.name)
+    decided = plan_readout.decided(frozen, chapters, plan_path.name)
+  except ValueError as e:  # a frozen claim changed, unrecorded: nothing is written
+    raise SystemExit(f"--plan: {e}") from None
+  if args.figure and decided:
     before, after = plan_readout.labels(frozen)
-    claim_plots.compare_figure(plan_readout.planned_claims(frozen), chapters, args.figure, before, after,
+    claim_plots.compare_figure(plan_readout.planned_claims(frozen), plan_readout.by_chapter(frozen, decided),
+                               args.figure, before, after,
                                title=f"Every claim {plan_path.name} froze: {before} as planned and {after}")
     figure = os.path.relpath(Path(args.figure).resolve(), Path(args.out).resolve().parent)
     text += (f"\n![Each frozen claim's mean and 95% CI as planned and as decided]({figure})\n")

@@ -3,13 +3,14 @@
 A plan that freezes its claims (`preregistration.frozen`) records, before any of its runs train,
 where each claim stands and an estimate of how often its interval will decide at the seeds the
 plan adds. Once the chapters read those seeds, `table` sets the three side by side for every
-frozen claim: as planned, as expected, as measured, each with its family-wise verdict. Until then
+frozen claim: as planned, as expected, as measured with the frozen definition, each with its
+family-wise verdict (Holm over the plan's claims as it froze them: `decided`). Until then
 it says how many of the plan's runs have landed and reads nothing from them: a verdict is never
 taken on a subset of a plan's seeds.
 """
 from pathlib import Path
 
-from mone.chapters import preregistration, verdicts
+from mone.chapters import preregistration, stats, verdicts
 
 
 def planned_claims(plan: dict) -> dict[str, list[dict]]:
@@ -45,6 +46,38 @@ def read(plan: dict, chapters: dict[str, list[dict]]) -> dict[str, dict]:
   return at_n if len(at_n) == len(plan["claims"]) else {}
 
 
+def decided(plan: dict, chapters: dict[str, list[dict]], plan_name: str) -> dict[str, dict]:
+  """{claim id: result} of `read`, each claim decided as the plan froze it: the chapter's claim
+  where its definition still hashes to the plan's, else the plan's result its chapter sets beside
+  the change (`plan_deviation` naming this plan). Each gets `verdict_familywise` from Holm's
+  correction over these results' own p-values, so that it always rests on the test beside it:
+  the book's tallies (`significance.annotate`) hold a claim changed after the five-seed plan to
+  that plan's test, which this plan no longer froze. Empty until `read` reads the plan."""
+  out = {}
+  for cid, c in read(plan, chapters).items():
+    dev = c.get("plan_deviation") or {}
+    if preregistration.definition_hash(preregistration.definition(c)) == plan["claims"][cid]["definition_hash"]:
+      out[cid] = dict(c)
+    elif dev.get("plan") == plan_name:
+      out[cid] = {**dev["preregistered"], "id": cid}
+    else:
+      raise ValueError(f"{cid}: its definition changed since {plan_name} and its chapter computes no result with "
+                       "the frozen one; restore it, or record the change (mone.chapters.preregistration.DEVIATIONS)")
+  kept = stats.holm({cid: r["p_value"] for cid, r in out.items()}) if out else {}
+  for cid, r in out.items():
+    r["verdict_familywise"] = r["verdict"] if kept[cid] and r["verdict"] != "inconclusive" else "inconclusive"
+  return out
+
+
+def by_chapter(plan: dict, results: dict[str, dict]) -> dict[str, list[dict]]:
+  """{claim id: result} (`decided`) as claims by chapter ({chapter: [claim]}, as `claims.load`
+  returns), for `claim_plots.compare_figure`."""
+  out: dict[str, list[dict]] = {}
+  for cid, r in results.items():
+    out.setdefault(plan["claims"][cid]["chapter"], []).append(r)
+  return out
+
+
 def labels(plan: dict) -> tuple[str, str]:
   """('5 seeds', '10 seeds'): the seeds a plan's claims were planned from, and decided at."""
   return f"{max(f['now']['n_seeds'] for f in plan['claims'].values())} seeds", f"{len(plan['decided_at'])} seeds"
@@ -63,15 +96,15 @@ def _interval(mean: float, ci95, n: int, test: str, p: float | None = None) -> s
 
 def _definition_cell(cid: str, frozen: dict, now: dict | None, plan_name: str) -> str:
   """'as frozen' where the chapter's definition hashes to the plan's; else what changed, as
-  `preregistration.DEVIATIONS` records it, and the plan's result where the chapter computes it."""
+  `preregistration.DEVIATIONS` records it, and the changed definition's result where the chapter
+  also computes the plan's (the column before shows the plan's: `decided`)."""
   if now is None or preregistration.definition_hash(preregistration.definition(now)) == frozen["definition_hash"]:
     return "as frozen"
   recorded = preregistration.DEVIATIONS.get(plan_name, {}).get(cid)
   out = f"**changed after the plan**: {recorded['what']} ({recorded['why']})" if recorded else "**changed**, not recorded"
   dev = now.get("plan_deviation")
   if dev and dev.get("plan") == plan_name:
-    pre = dev["preregistered"]
-    out += f"; as frozen: {_verdicts(pre['verdict'], None)}, {_interval(pre['measured'], pre['ci95'], pre['n_seeds'], pre.get('test', ''))}"
+    out += f"; as changed: {_verdicts(now['verdict'], None)}, {_interval(now['measured'], now['ci95'], now['n_seeds'], now.get('test', ''))}"
   return out
 
 
@@ -86,11 +119,12 @@ def _tally(rows: list[tuple[str, str | None]]) -> str:
 def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, int], plan_name: str) -> str:
   """The readout of a plan that freezes its claims, as Markdown: a summary, then one row per
   frozen claim, in chapter order: where it stood when the plan was fixed, the power the plan
-  expected (an estimate), what the chapters measure at the plan's seeds (once they read them:
-  `read`) and whether its definition is still the frozen one. `counts` is `landed`'s."""
+  expected (an estimate), what the chapters measure at the plan's seeds with the frozen definition
+  (once they read them: `decided`) and whether its definition is still the frozen one; then the
+  plan's notes on its claims. `counts` is `landed`'s."""
   n_planned = len(plan["decided_at"])
   before, after = labels(plan)
-  measured = read(plan, chapters)
+  measured = decided(plan, chapters, plan_name)
   current = {c["id"]: c for cs in chapters.values() for c in cs}
   order = {c["id"]: i for i, c in enumerate(c for _, cs in sorted(chapters.items()) for c in cs)}
   ids = sorted(plan["claims"], key=lambda i: (plan["claims"][i]["chapter"], order.get(i, len(order)), i))
@@ -127,5 +161,10 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
              f"reproduces {100 * e['reproduced']:.0f}%, rules out {100 * e['not reproduced']:.0f}%",
              at_ten, _definition_cell(cid, f, current.get(cid), plan_name)]
     lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+  if measured:
+    lines += ["", f"Family-wise verdicts at {after}: Holm's correction at 5% over these {len(ids)} claims, each with its "
+              "p-value under the definition this plan froze."]
+  if notes := {cid: plan.get("notes", {})[cid] for cid in ids if cid in plan.get("notes", {})}:
+    lines += ["", "The plan's notes:", ""] + [f"- `{cid}`: {text}" for cid, text in notes.items()]
   return "\n".join(lines) + "\n"
 

@@ -124,3 +124,69 @@ def test_the_committed_readout_is_what_the_command_writes_from_the_committed_pla
   assert committed.split("\n![")[0] == expected, \
       "run `python -m mone.chapters readout book/ten_seed_readout.md --plan results/seed_plan_10.json --figure results/ten_seeds.png`"
   assert set(plan["claims"]) == set(preregistration.planned(chapters))  # every claim the plan froze, and only those
+
+
+MATCHES_TEN = (0.3, -0.2, 0.1, 0.4, -0.5, 0.2, 0.0, -0.1, 0.3, -0.2)
+OPEN_TEN = (-1.0, 2.5, 0.5, -1.5, -2.0, 1.2, -2.2, 0.8, -1.9, 1.4)
+
+
+def _beats(diffs, **kw):
+  return claims.trained("fig3.mone_beats_matvit", "text", "paper", dict(enumerate(diffs)), relation="beats", tolerance=0.0, **kw)
+
+
+def _as_preregistered(c):
+  return {k: c[k] for k in preregistration._KEPT if k in c}
+
+
+def test_the_family_wise_verdict_at_the_plans_seeds_rests_on_the_test_the_plan_froze():
+  # A claim changed after an earlier plan: the book's tallies hold it to that plan's test (here
+  # ruled out), this plan froze the changed one (open). Its readout must not set the earlier
+  # test's family-wise verdict beside its own.
+  five = _chapters(FIVE, (0.3, -0.2, 0.1, 0.4, -0.5))
+  plan = _plan(five)
+  plan["notes"] = {"fig3.mone_beats_matvit": "an earlier plan decided it with another metric."}
+  beats = _beats(OPEN_TEN)
+  beats["plan_deviation"] = {"plan": "seed_plan.json", "what": "w", "why": "y", "when": "t",
+                             "preregistered": _as_preregistered(_beats(TEN))}
+  matches = claims.trained("fig3.mone_matches_vit", "text", "paper", dict(enumerate(MATCHES_TEN)), relation="matches",
+                           tolerance=1.0)
+  ten = significance.annotate({"03_figure3_images": [matches, beats]})
+  book = {c["id"]: c for c in ten["03_figure3_images"]}
+  assert book["fig3.mone_beats_matvit"]["verdict"] == "inconclusive"
+  assert book["fig3.mone_beats_matvit"]["verdict_familywise"] == "not reproduced"  # the earlier plan's test
+  results = plan_readout.decided(plan, ten, "seed_plan_10.json")
+  assert results["fig3.mone_beats_matvit"]["verdict_familywise"] == "inconclusive"
+  assert results["fig3.mone_matches_vit"]["verdict_familywise"] == "reproduced"
+  text = plan_readout.table(plan, ten, (3, 3, 3), "seed_plan_10.json")
+  row = _row(text, "fig3.mone_beats_matvit")
+  assert "| inconclusive (family-wise: inconclusive): " in row and row.endswith("| as frozen |")
+  assert "- **At 10 seeds:** 1 reproduced, 0 not reproduced, 1 open (family-wise: 1 reproduced, 0 not reproduced, 1 open)." in text
+  assert "Holm's correction at 5% over these 2 claims" in text
+  assert "- `fig3.mone_beats_matvit`: an earlier plan decided it with another metric." in text
+
+
+def test_a_claim_changed_after_this_plan_is_counted_with_the_frozen_definition(monkeypatch, tmp_path):
+  five = _chapters(FIVE, (0.3, -0.2, 0.1, 0.4, -0.5))
+  plan = _plan(five)
+  frozen = _beats(TEN)  # ruled out with the frozen tolerance
+  changed = claims.trained("fig3.mone_beats_matvit", "text", "paper", dict(enumerate(TEN)), relation="matches",
+                           tolerance=3.0)
+  matches = claims.trained("fig3.mone_matches_vit", "text", "paper", dict(enumerate(MATCHES_TEN)), relation="matches",
+                           tolerance=1.0)
+  # changed and not recorded, with no result under the frozen definition: refused, nothing written
+  _results(tmp_path, significance.annotate({"03_figure3_images": [matches, changed]}), plan)
+  out = tmp_path / "readout.md"
+  with pytest.raises(SystemExit, match="--plan: fig3.mone_beats_matvit: its definition changed since seed_plan_10.json"):
+    cli.main(["readout", str(out), "--plan", str(tmp_path / "seed_plan_10.json"), "--results", str(tmp_path)])
+  assert not out.exists()
+  # recorded, with the frozen definition's result beside it: the readout counts the frozen one
+  monkeypatch.setitem(preregistration.DEVIATIONS, "seed_plan_10.json",
+                      {"fig3.mone_beats_matvit": {"what": "matches within 3 points", "why": "a reason", "when": "t"}})
+  changed["plan_deviation"] = {"plan": "seed_plan_10.json", "what": "w", "why": "y", "when": "t",
+                               "preregistered": _as_preregistered(frozen)}
+  ten = significance.annotate({"03_figure3_images": [matches, changed]})
+  assert {c["id"]: c for c in ten["03_figure3_images"]}["fig3.mone_beats_matvit"]["verdict"] == "reproduced"
+  row = _row(plan_readout.table(plan, ten, (3, 3, 3), "seed_plan_10.json"), "fig3.mone_beats_matvit")
+  assert frozen["verdict"] == "not reproduced"
+  assert f"| **not reproduced** (family-wise: **not reproduced**): {frozen['measured']:+.2f}, " in row
+  assert f"**changed after the plan**: matches within 3 points (a reason); as changed: **reproduced**, {frozen['measured']:+.2f}" in row
