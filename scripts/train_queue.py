@@ -1,5 +1,5 @@
 """Trains the small profile's runs (`mone.chapters.plan.runs`) in plan order (--order longest:
-longest first), skipping finished ones and resuming a killed one from its checkpoints. Commit each
+those with a checkpoint, then the longest first), skipping finished ones and resuming a killed one from its checkpoints. Commit each
 run file as it finishes, with the weights it saves under results/weights/.
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
@@ -120,13 +120,24 @@ def missing_weights(runs: list) -> list:
           and (plan.keeps_weights(cfg) or plan.keeps_router_weights(cfg)) and (experiments.workdir(cfg) / "metrics.json").exists()]
 
 
-def longest_first(runs: list, seconds: list) -> list:
+def has_checkpoint(cfg) -> bool:
+  """Whether cfg's workdir holds a checkpoint to resume from (orbax writes a folder per step,
+  named by it; an unfinished write's folder is not)."""
+  folder = experiments.workdir(cfg) / "checkpoints"
+  return folder.is_dir() and any(p.name.isdigit() for p in folder.iterdir())
+
+
+def longest_first(runs: list, seconds: list, resumable: list | None = None) -> list:
   """`runs` in the order of their `seconds` of training left (same order; None: no estimate),
   longest first, those without an estimate before them and ties in plan order. With several
   workers the long runs then start first and the short ones fill in around them, instead of one
-  long run starting last while the other workers have nothing left."""
+  long run starting last while the other workers have nothing left. Runs that resume from a
+  checkpoint (`resumable`, same order) come before all others: the training a stopped queue left
+  in its cache is then finished first, and the least of it is lost where a later machine comes
+  without that cache."""
   key = [float("inf") if s is None else s for s in seconds]
-  return [runs[i] for i in sorted(range(len(runs)), key=lambda i: -key[i])]
+  resumable = resumable or [False] * len(runs)
+  return [runs[i] for i in sorted(range(len(runs)), key=lambda i: (not resumable[i], -key[i]))]
 
 
 # On a small CPU one worker per core trains more steps than one on all cores: XLA:CPU splits these
@@ -189,7 +200,8 @@ def main():
                        "a GPU, where one tiny run leaves the chip mostly idle, else 1)")
   ap.add_argument("--order", choices=("plan", "longest"), default="plan",
                   help="the order runs start in: the plan's (seed 0's runs before seed 1's) or the longest estimated "
-                       "training left first, which finishes sooner on several workers (default: plan)")
+                       "training left first, which finishes sooner on several workers, after the runs that resume from "
+                       "a checkpoint (default: plan)")
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
   ap.add_argument("--finish-within", type=float, default=None, metavar="HOURS",
@@ -288,7 +300,7 @@ def main():
   def left(cfg):  # seconds of training cfg's run still needs, from where its workdir stopped
     return seconds_left(cfg, run_times.estimate_seconds(cfg, finished), last_step(cfg))
   if args.order == "longest":
-    runs = longest_first(runs, [left(c) for _, c in runs])
+    runs = longest_first(runs, [left(c) for _, c in runs], [has_checkpoint(c) for _, c in runs])
   # Without a deadline every run fits: no estimate is computed for the runs a worker passes over.
   fits = (lambda cfg: True) if args.deadline is None else (lambda cfg: finishes_in_time(left(cfg), time.time(), args.deadline))
   trained = 0

@@ -111,6 +111,17 @@ def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_
   assert train_queue.longest_first(runs, [None] * 5) == runs
 
 
+def test_longest_first_resumes_the_runs_with_a_checkpoint_before_the_others(tmp_path, monkeypatch):
+  from mone.chapters import experiments, plan
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path))
+  cfgs = [cfg for _, cfg in plan.runs()[:3]]
+  (experiments.workdir(cfgs[0]) / "checkpoints" / "8000.orbax-checkpoint-tmp-17").mkdir(parents=True)  # unfinished
+  (experiments.workdir(cfgs[1]) / "checkpoints" / "250").mkdir(parents=True)
+  assert [train_queue.has_checkpoint(c) for c in cfgs] == [False, True, False]
+  runs = ["a", "b", "c", "d"]
+  assert train_queue.longest_first(runs, [1.0, 4.0, 2.0, 3.0], [False, False, True, True]) == ["d", "c", "b", "a"]
+
+
 @pytest.mark.parametrize("flags, message", [(["--only", "no-such-run"], "no run's file name contains --only"),
                                             (["--workers", "0"], "--workers must be >= 1, got 0"),
                                             (["--finish-within", "0"], "--finish-within must be > 0 hours, got 0.0"),
