@@ -62,7 +62,8 @@ def decided(plan: dict, chapters: dict[str, list[dict]], plan_name: str) -> dict
       out[cid] = {**dev["preregistered"], "id": cid}
     else:
       raise ValueError(f"{cid}: its definition changed since {plan_name} and its chapter computes no result with "
-                       "the frozen one; restore it, or record the change (mone.chapters.preregistration.DEVIATIONS)")
+                       "the frozen one beside it (plan_deviation); restore the definition, or record the change "
+                       "(mone.chapters.preregistration.DEVIATIONS) and compute the frozen one too")
   kept = stats.holm({cid: r["p_value"] for cid, r in out.items()}) if out else {}
   for cid, r in out.items():
     r["verdict_familywise"] = r["verdict"] if kept[cid] and r["verdict"] != "inconclusive" else "inconclusive"
