@@ -113,6 +113,13 @@ def save_weights(cfg) -> None:
   logging.info("saved %s", experiments.weights_path(cfg))
 
 
+def show_curve(cfg) -> None:
+  """Lets cfg's learning curve (train and validation accuracy every few hundred steps) into the log,
+  except for a run of a plan read only all together (`plan.keeps_weights`): the log then shows its
+  steps and losses, and none of its accuracies. Its workdir's metrics.jsonl keeps the curve."""
+  logging.getLogger(loop.CURVE_LOG).setLevel(logging.WARNING if plan.keeps_weights(cfg) else logging.NOTSET)
+
+
 def missing_weights(runs: list) -> list:
   """The finished runs of `runs` whose weights the queue keeps but has not written (a queue killed
   between a run file and its weights), with a checkpoint at hand to write them from."""
@@ -311,11 +318,13 @@ def main():
     with lock:  # held until the run and its router weights are written
       logging.info("run %d of %d: %s (%s)", runs.index((label, cfg)) + 1, len(runs), label, experiments.run_path(cfg).name)
       start = time.time()
+      show_curve(cfg)
       m = experiments.run(cfg, progress=False)
       trained += 1
       save_weights(cfg)
     # A run of a plan still training is read by no one until the whole plan has landed: the log
-    # keeps its accuracy out of sight too, so that nothing is decided on the runs that finish first.
+    # keeps its accuracy out of sight too (its curve's: `show_curve`), so that nothing is decided on
+    # the runs that finish first.
     shown = "" if plan.keeps_weights(cfg) else f"accuracy {100 * m['accuracy']:.2f}% "
     logging.info("finished %s: %safter %d steps, %.0f s", label, shown, m["train_steps"], time.time() - start)
   todo = [c for _, c in runs if not experiments.run_path(c).exists()]

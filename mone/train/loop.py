@@ -31,6 +31,10 @@ from mone.train import checkpoints, evaluation, sharding, steps
 from mone.configs.schema import TrainConfig
 
 log = logging.getLogger("mone.train")
+# The learning curve's accuracies go to a logger of their own, so that a caller can keep them out
+# of its log: the training queue does for a seed plan's runs, read only all together.
+CURVE_LOG = "mone.train.curve"
+curve_log = logging.getLogger(CURVE_LOG)
 
 
 def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
@@ -256,7 +260,7 @@ class Progress:
     """A learning-curve point (`Curve`), as one more line of metrics.jsonl and of the log."""
     self._append({**point, "time": round(time.time(), 3)})
     fmt = lambda v: "-" if v is None else f"{100 * v:.1f}%"
-    log.info("step %d: train accuracy %s, validation accuracy %s", point["step"],
+    curve_log.info("step %d: train accuracy %s, validation accuracy %s", point["step"],
              fmt(point["train_accuracy"]), fmt(point["val_accuracy"]))
 
   def close(self) -> None:

@@ -1,6 +1,7 @@
 """scripts/train_queue.py: how workers take the plan's runs, and its errors on bad options."""
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -313,3 +314,24 @@ def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(
   found = rows(after.stdout)
   assert "at step 6000" in found[1] and "~0.5 h left" in found[1], found
   assert all("~2.0 h" in r and "left" not in r for i, r in enumerate(found) if i != 1), found  # the same config's rate
+
+
+def test_the_log_shows_no_accuracy_of_a_run_the_ten_seed_plan_reads_all_together(tmp_path, caplog):
+  from mone.chapters import plan
+  from mone.train import loop
+  ten, first = plan.ten_seed_runs()[0][1], plan.runs()[0][1]
+  assert plan.keeps_weights(ten) and not plan.keeps_weights(first)
+  point = {"step": 500, "train_accuracy": 0.5, "val_accuracy": 0.25}
+  writer = loop.Progress(tmp_path / "metrics.jsonl", first, 1000, 0)
+  try:
+    with caplog.at_level(logging.INFO):
+      train_queue.show_curve(ten)
+      writer.log_point(point)
+      assert "validation accuracy" not in caplog.text
+      train_queue.show_curve(first)
+      writer.log_point(point)
+      assert "step 500: train accuracy 50.0%, validation accuracy 25.0%" in caplog.text
+  finally:
+    writer.close()
+    logging.getLogger(loop.CURVE_LOG).setLevel(logging.NOTSET)
+  assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2  # the workdir keeps both
