@@ -56,7 +56,7 @@ def decided(plan: dict, chapters: dict[str, list[dict]], plan_name: str) -> dict
   out = {}
   for cid, c in read(plan, chapters).items():
     dev = c.get("plan_deviation") or {}
-    if preregistration.definition_hash(preregistration.definition(c)) == plan["claims"][cid]["definition_hash"]:
+    if preregistration.matches_frozen(c, plan["claims"][cid]):
       out[cid] = dict(c)
     elif dev.get("plan") == plan_name:
       out[cid] = {**dev["preregistered"], "id": cid}
@@ -99,7 +99,7 @@ def _definition_cell(cid: str, frozen: dict, now: dict | None, plan_name: str) -
   """'as frozen' where the chapter's definition hashes to the plan's; else what changed, as
   `preregistration.DEVIATIONS` records it, and the changed definition's result where the chapter
   also computes the plan's (the column before shows the plan's: `decided`)."""
-  if now is None or preregistration.definition_hash(preregistration.definition(now)) == frozen["definition_hash"]:
+  if now is None or preregistration.matches_frozen(now, frozen):
     return "as frozen"
   recorded = preregistration.DEVIATIONS.get(plan_name, {}).get(cid)
   out = f"**changed after the plan**: {recorded['what']} ({recorded['why']})" if recorded else "**changed**, not recorded"

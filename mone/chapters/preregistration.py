@@ -104,6 +104,12 @@ def definition_hash(d: dict) -> str:
   return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def matches_frozen(c: dict, frozen_claim: dict) -> bool:
+  """Whether a chapter's claim still has the definition a plan froze for it (`frozen`): the
+  one test behind a plan's check, its readout and the result each claim is decided by."""
+  return definition_hash(definition(c)) == frozen_claim["definition_hash"]
+
+
 def planned(chapters: dict[str, list[dict]]) -> dict[str, tuple[str, dict]]:
   """{claim id: (chapter, claim)} of the trained claims a seed plan freezes: those with an
   interval (a single-seed study has none, and more seeds of the headline runs do not give it one),
@@ -148,8 +154,8 @@ def check(plan: dict, plan_name: str, chapters: dict[str, list[dict]]) -> list[s
     if cid not in now:
       problems.append(f"{cid}: planned in {plan_name} but no chapter decides it with an interval")
       continue
-    d = definition(now[cid][1])
-    if definition_hash(d) != frozen_claim["definition_hash"] and cid not in recorded:
+    if not matches_frozen(now[cid][1], frozen_claim) and cid not in recorded:
+      d = definition(now[cid][1])
       changed = sorted(k for k in d if d[k] != frozen_claim["definition"].get(k))
       problems.append(f"{cid}: its definition changed since {plan_name} ({', '.join(changed)}); restore it, or record "
                       "the change in mone.chapters.preregistration.DEVIATIONS with what changed and why")
