@@ -261,7 +261,7 @@ class Progress:
     self._append({**point, "time": round(time.time(), 3)})
     fmt = lambda v: "-" if v is None else f"{100 * v:.1f}%"
     curve_log.info("step %d: train accuracy %s, validation accuracy %s", point["step"],
-             fmt(point["train_accuracy"]), fmt(point["val_accuracy"]))
+                   fmt(point["train_accuracy"]), fmt(point["val_accuracy"]))
 
   def close(self) -> None:
     self._flush()
