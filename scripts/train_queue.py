@@ -10,7 +10,8 @@ run file as it finishes, with the weights it saves under results/weights/.
   MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
-Workers share a GPU or a CPU's cores, each taking the next free run (`claim`). On a GPU float32
+Workers share a GPU or a CPU's cores, each taking the next free run (`claim`) in a process of its
+own, started again for the next run and after a crash (`supervise`). On a GPU float32
 matmuls run at "highest" (`matmul_precision`), and the seed plan, which trains on the CPU, is refused
 without --allow-gpu; a results folder of one's own (MONE_RESULTS_DIR, as above) trains anywhere.
 """
@@ -159,6 +160,41 @@ def start_worker(command: list[str], core: int | None, **popen) -> subprocess.Po
   return subprocess.Popen(command, preexec_fn=pin, **popen)
 
 
+# A worker trains one run per process, and the queue starts a fresh one for the next run. glibc
+# keeps a process's heap at its high-water mark (`hostmem.TUNABLES`), so a worker that trained run
+# after run held the largest heap of any of them: on the 2-core CPU with 23 GiB, two workers that had
+# trained digits64 MoNE and started a temporal ViViT run held 12.8 and 11.4 GB, and the kernel's OOM
+# killer stopped one (its run resumed later from a checkpoint; its core idled meanwhile). A fresh
+# process holds what its own run needs: a temporal ViViT run about 7 GB.
+ONE_RUN_DONE = 3  # a worker's exit status after the one run it was started for: more may be left
+CRASHES_IN_A_ROW = 3  # a worker that stops this often in a row without finishing a run is not restarted
+
+
+def supervise(name: str, command: list[str], core: int | None, max_runs: int) -> int:
+  """Keeps one worker slot training: starts `command` with --max-runs 1 (`start_worker`), then again
+  after each run it finishes (exit status ONE_RUN_DONE), until it finds no run left to take (status 0)
+  or the slot has trained `max_runs` runs (0: no limit). A worker that dies (the OOM killer, a crash)
+  is started again, its run resuming from its last checkpoint, up to CRASHES_IN_A_ROW times in a row.
+  Returns 0, or 1 where the slot gave up on a failing worker."""
+  trained = crashes = 0
+  while not max_runs or trained < max_runs:
+    status = start_worker(command + ["--max-runs", "1"], core).wait()
+    if status == 0:
+      return 0
+    if status == ONE_RUN_DONE:
+      trained, crashes = trained + 1, 0
+      continue
+    crashes += 1
+    why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+    again = crashes < CRASHES_IN_A_ROW
+    logging.warning("%s stopped (%s%s); %s", name, why, ", as the kernel's OOM killer does" if status == -9 else "",
+                    "starting it again: its run resumes from its last checkpoint" if again
+                    else f"not starting it again after {crashes} failures in a row")
+    if not again:
+      return 1
+  return 0
+
+
 def gpu_present() -> bool:
   """Whether this machine has an NVIDIA GPU (`nvidia-smi -L` lists one), asked without starting JAX:
   the process that starts the workers must not take the GPU's memory itself."""
@@ -260,11 +296,17 @@ def main():
     ap.error(f"no run's file name contains --only {args.only!r}")
   if args.workers > 1 and args.worker is None and not args.list:
     # Each process reads the plan itself; they never train the same run.
-    procs = [start_worker([sys.executable, __file__, "--only", args.only, "--workers", str(args.workers),
-                           "--worker", str(k), "--max-runs", str(args.max_runs), "--order", args.order]
-                          + (["--twins"] if args.twins else []) + ([] if args.deadline is None else ["--deadline", repr(args.deadline)]),
-                          cores[k] if args.pin_cores else None) for k in range(args.workers)]
-    sys.exit(max(p.wait() for p in procs))
+    # One thread per worker slot, each waiting on its worker's processes in turn (`supervise`).
+    from concurrent.futures import ThreadPoolExecutor
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s queue: %(message)s")
+
+    def slot(k):
+      command = ([sys.executable, __file__, "--only", args.only, "--workers", str(args.workers), "--worker", str(k),
+                  "--order", args.order] + (["--twins"] if args.twins else [])
+                 + ([] if args.deadline is None else ["--deadline", repr(args.deadline)]))
+      return supervise(f"worker {k}", command, cores[k] if args.pin_cores else None, args.max_runs)
+    with ThreadPoolExecutor(args.workers) as pool:
+      sys.exit(max(pool.map(slot, range(args.workers))))
   if args.pin_cores and args.workers == 1 and args.worker is None and not args.list:
     os.sched_setaffinity(0, {cores[0]})  # before JAX sizes its thread pool
   if args.list:
@@ -327,6 +369,8 @@ def main():
     # the runs that finish first.
     shown = "" if plan.keeps_weights(cfg) else f"accuracy {100 * m['accuracy']:.2f}% "
     logging.info("finished %s: %safter %d steps, %.0f s", label, shown, m["train_steps"], time.time() - start)
+  if args.worker is not None and args.max_runs and trained == args.max_runs:
+    sys.exit(ONE_RUN_DONE)  # the queue starts a fresh worker for the next run, if one is left (`supervise`)
   todo = [c for _, c in runs if not experiments.run_path(c).exists()]
   why = ""
   if args.deadline is not None and (late := [c for c in todo if not finishes_in_time(left(c), time.time(), args.deadline)]):

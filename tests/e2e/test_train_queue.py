@@ -167,6 +167,69 @@ def test_every_worker_keeps_the_queues_deadline(tmp_path):
   assert not (tmp_path / "cache").exists()
 
 
+class _Exits:
+  """Stands in for `start_worker`: workers that end with `statuses`, one after the other."""
+  def __init__(self, statuses):
+    self.statuses, self.commands = list(statuses), []
+
+  def __call__(self, command, core, **popen):
+    self.commands.append(command)
+    status = self.statuses.pop(0)
+    return type("Worker", (), {"wait": lambda self: status})()
+
+
+ONE = train_queue.ONE_RUN_DONE
+
+
+@pytest.mark.parametrize("statuses, max_runs, starts, status", [
+    ([ONE, ONE, 0], 0, 3, 0),        # a fresh process for each run, until one finds none left
+    ([ONE, -9, ONE, 0], 0, 4, 0),    # a worker the OOM killer stopped starts again
+    ([ONE] * 5, 2, 2, 0),            # --max-runs counts the slot's runs
+    ([-9, 1, ONE, -9, -9, -9], 0, 6, 1),  # three failures in a row, not three in all, end the slot
+])
+def test_a_worker_slot_starts_a_process_per_run_and_again_after_a_crash(statuses, max_runs, starts, status,
+                                                                         monkeypatch, caplog):
+  fake = _Exits(statuses)
+  monkeypatch.setattr(train_queue, "start_worker", fake)
+  with caplog.at_level(logging.WARNING):
+    assert train_queue.supervise("worker 1", ["train"], 1, max_runs) == status
+  assert fake.commands == [["train", "--max-runs", "1"]] * starts
+  crashes = [r.getMessage() for r in caplog.records]
+  assert len(crashes) == sum(s not in (0, ONE) for s in statuses[:starts])
+  if -9 in statuses:
+    assert crashes[0] == ("worker 1 stopped (killed by signal 9, as the kernel's OOM killer does); "
+                          "starting it again: its run resumes from its last checkpoint")
+  if status:
+    assert crashes[-1].endswith("; not starting it again after 3 failures in a row")
+
+
+def test_a_worker_stops_after_its_one_run_with_the_status_that_starts_the_next(tmp_path, monkeypatch):
+  """A worker the queue started (--worker) trains one run and says more may be left (ONE_RUN_DONE);
+  one that finds none left ends with 0 (`supervise` then stops its slot)."""
+  from mone.chapters import experiments
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  trained = []
+
+  def run(cfg, progress):
+    trained.append(experiments.run_path(cfg).name)
+    experiments.run_path(cfg).parent.mkdir(parents=True, exist_ok=True)
+    experiments.run_path(cfg).write_text("{}")
+    return {"accuracy": 0.5, "train_steps": 1}
+  monkeypatch.setattr(train_queue.experiments, "run", run)
+  monkeypatch.setattr(train_queue, "save_weights", lambda cfg: None)
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-vit-", "--workers", "2", "--worker", "1",
+                                    "--max-runs", "1"])
+  with pytest.raises(SystemExit) as exit_info:
+    train_queue.main()
+  assert exit_info.value.code == ONE and len(trained) == 1
+  from mone.chapters import plan
+  for _, cfg in plan.runs():  # every other run finished meanwhile
+    if "digits64-vit-" in experiments.run_path(cfg).name:
+      experiments.run_path(cfg).write_text("{}")
+  assert train_queue.main() is None and len(trained) == 1  # ends normally: exit status 0
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity: Linux only")
 def test_a_pinned_worker_runs_on_its_core_alone():
   core = max(os.sched_getaffinity(0))
