@@ -10,8 +10,8 @@ run file as it finishes, with the weights it saves under results/weights/.
   MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
-Workers share a GPU or a CPU's cores, each taking the next free run (`claim`) in a process of its
-own, started again for the next run and after a crash (`supervise`). On a GPU float32
+Workers (one by default on a CPU) share a GPU or a CPU's cores, each taking the next free run
+(`claim`) in a process of its own, started again for the next run and after a crash (`supervise`). On a GPU float32
 matmuls run at "highest" (`matmul_precision`), and the seed plan, which trains on the CPU, is refused
 without --allow-gpu; a results folder of one's own (MONE_RESULTS_DIR, as above) trains anywhere.
 """
@@ -294,9 +294,11 @@ def main():
   runs = [r for r in candidates if args.only in experiments.run_path(r[1]).name]
   if not runs:
     ap.error(f"no run's file name contains --only {args.only!r}")
-  if args.workers > 1 and args.worker is None and not args.list:
-    # Each process reads the plan itself; they never train the same run.
-    # One thread per worker slot, each waiting on its worker's processes in turn (`supervise`).
+  if args.worker is None and not args.list:
+    # Each process reads the plan itself; they never train the same run. One worker too trains each
+    # run in a process of its own: the heap of a process that trained run after run keeps the
+    # largest run's high-water mark. One thread per worker slot, each waiting on its worker's
+    # processes in turn (`supervise`).
     from concurrent.futures import ThreadPoolExecutor
     logging.basicConfig(level=logging.INFO, format="%(asctime)s queue: %(message)s")
 
@@ -307,8 +309,6 @@ def main():
       return supervise(f"worker {k}", command, cores[k] if args.pin_cores else None, args.max_runs)
     with ThreadPoolExecutor(args.workers) as pool:
       sys.exit(max(pool.map(slot, range(args.workers))))
-  if args.pin_cores and args.workers == 1 and args.worker is None and not args.list:
-    os.sched_setaffinity(0, {cores[0]})  # before JAX sizes its thread pool
   if args.list:
     by_name, finished = finished_runs(args.twins)
     left, unknown, done = 0.0, 0, []

@@ -92,10 +92,12 @@ def test_a_worker_passes_over_a_run_that_does_not_fit_and_leaves_it_free(tmp_pat
 
 
 def test_a_queue_with_too_little_time_trains_nothing_and_says_why(tmp_path, monkeypatch, caplog):
-  """With no finished run to time them by, no run has an estimate: under --finish-within none starts."""
+  """With no finished run to time them by, no run has an estimate: under --finish-within none starts
+  (the worker the queue starts, here in this process)."""
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
-  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-vit-", "--finish-within", "2"])
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-vit-", "--finish-within", "2",
+                                    "--workers", "1", "--worker", "0"])
   with caplog.at_level("INFO"):
     train_queue.main()
   assert not list((tmp_path / "results").rglob("*.json")) and not (tmp_path / "cache").exists()
@@ -228,6 +230,25 @@ def test_a_worker_stops_after_its_one_run_with_the_status_that_starts_the_next(t
     if "digits64-vit-" in experiments.run_path(cfg).name:
       experiments.run_path(cfg).write_text("{}")
   assert train_queue.main() is None and len(trained) == 1  # ends normally: exit status 0
+
+
+@pytest.mark.parametrize("pin", [False, True])
+def test_one_worker_too_trains_each_run_in_a_process_of_its_own(pin, monkeypatch):
+  """The default on a CPU, one worker, is a slot like any other (`supervise`): a fresh process per run,
+  on the first core this process may use where --pin-cores asks."""
+  if pin and not hasattr(os, "sched_setaffinity"):
+    pytest.skip("CPU affinity: Linux only")
+  fake = _Exits([ONE, ONE, 0])
+  cores = []
+  monkeypatch.setattr(train_queue, "start_worker", lambda command, core, **popen: cores.append(core) or fake(command, core))
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--only", "digits64-vit-"] + (["--pin-cores"] if pin else []))
+  with pytest.raises(SystemExit) as exit_info:
+    train_queue.main()
+  assert exit_info.value.code == 0 and len(fake.commands) == 3
+  command = fake.commands[0]
+  assert command[command.index("--workers") + 1] == "1" and command[command.index("--worker") + 1] == "0"
+  assert command[-2:] == ["--max-runs", "1"]
+  assert cores == [min(os.sched_getaffinity(0)) if pin else None] * 3
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity: Linux only")
