@@ -11,9 +11,10 @@ run file as it finishes, with the weights it saves under results/weights/.
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
 Workers (one by default on a CPU) share a GPU or a CPU's cores, each taking the next free run
-(`claim`) in a process of its own, started again for the next run and after a crash (`supervise`). On a GPU float32
-matmuls run at "highest" (`matmul_precision`), and the seed plan, which trains on the CPU, is refused
-without --allow-gpu; a results folder of one's own (MONE_RESULTS_DIR, as above) trains anywhere.
+(`claim`) in a process of its own, started again for the next run and after a crash (`supervise`).
+On a GPU float32 matmuls run at "highest" (`matmul_precision`), and the seed plan, which trains on
+the CPU, is refused without --allow-gpu; a results folder of one's own (MONE_RESULTS_DIR, as above)
+trains anywhere.
 """
 import sys
 
@@ -338,9 +339,9 @@ def main():
           f"{full['runs_measured']} runs trained here on the CPU, {full['estimated'] / 3600:.1f} h estimated for the "
           f"{full['runs_estimated']} others (run_times.recompute_seconds)" + (f"; {full['runs_unknown']} without an estimate" if full["runs_unknown"] else ""))
     return
-  tag = "" if args.worker is None else f"worker {args.worker}: "
-  logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {tag}%(message)s")
-  if args.worker in (None, 0):  # one process writes what a killed queue left unwritten
+  # From here on this process is worker `args.worker`, started by a queue (`supervise`).
+  logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker {args.worker}: %(message)s")
+  if args.worker == 0:  # one process writes what a killed queue left unwritten
     for cfg in missing_weights(runs):
       save_weights(cfg)
   runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
@@ -369,7 +370,7 @@ def main():
     # the runs that finish first.
     shown = "" if plan.keeps_weights(cfg) else f"accuracy {100 * m['accuracy']:.2f}% "
     logging.info("finished %s: %safter %d steps, %.0f s", label, shown, m["train_steps"], time.time() - start)
-  if args.worker is not None and args.max_runs and trained == args.max_runs:
+  if args.max_runs and trained == args.max_runs:
     sys.exit(ONE_RUN_DONE)  # the queue starts a fresh worker for the next run, if one is left (`supervise`)
   todo = [c for _, c in runs if not experiments.run_path(c).exists()]
   why = ""
