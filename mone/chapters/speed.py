@@ -12,6 +12,7 @@ import numpy as np
 
 from mone import results
 from mone.bench import micro, timing
+from mone.bench.rows import report_table
 from mone.chapters import experiments, plots
 from mone.configs import profiles
 
@@ -96,11 +97,62 @@ def matmul_report(profile: str, data: dict) -> list[str]:
           f"jax {m['jax']}", micro.matmul_table(data["rows"])]
 
 
-def gpu_benchmarks() -> dict:
-  """{path: benchmark} of the GPU runs committed as `results/bench/gpu-*.json`, by name: measured on
-  machines lent for minutes, read as committed and never rewritten by any profile."""
-  return {path: results.read_json(path) for path in sorted((results.RESULTS / "bench").glob("gpu-*.json"))}
+# The GPU report (`make gpu-report`, mone/bench/report.py) writes its own format, with targets,
+# correctness checks and rows that were skipped: its files have their own reader (`gpu_reports`).
+GPU_REPORT_PREFIX = "gpu-report-"
 
+
+def gpu_benchmarks() -> dict:
+  """{path: benchmark} of the GPU benchmark runs (`python -m mone.bench`) committed as
+  `results/bench/gpu-*.json`, by name, the GPU reports left out: measured on machines lent for
+  minutes, read as committed and never rewritten by any profile."""
+  paths = sorted((results.RESULTS / "bench").glob("gpu-*.json"))
+  return {path: results.read_json(path) for path in paths if not path.name.startswith(GPU_REPORT_PREFIX)}
+
+
+def gpu_reports() -> dict:
+  """{path: report} of the GPU reports committed as `results/bench/gpu-report-*.json`, in the order
+  they were measured (a report cut short is often followed by one that times what it skipped)."""
+  docs = {path: results.read_json(path) for path in (results.RESULTS / "bench").glob(f"{GPU_REPORT_PREFIX}*.json")}
+  return dict(sorted(docs.items(), key=lambda kv: (kv[1]["machine"]["date"], kv[0].name)))
+
+
+def report_command(args: dict) -> str:
+  """The command line a GPU report recorded (its 'args'), the options left at their defaults omitted."""
+  cmd = "python -m mone.bench --report"
+  if args.get("groups"):
+    cmd += " --groups " + " ".join(args["groups"])
+  if args.get("switches") is not None:
+    cmd += " --switches" + "".join(f" {s}" for s in args["switches"])
+  return cmd + f" --budget-s {args['budget_s']:g}"
+
+
+def gpu_report_lines(path, doc: dict) -> list[str]:
+  """What the chapter prints of one GPU report: its command, the machine, whether it ran to the end
+  (the lent machine's time limit stops a report, its JSON kept), the rows it timed
+  (`mone.bench.rows.report_table`), then the report's own summary: each target met, missed or not
+  measured, the correctness checks, compile times and what was not done."""
+  m = doc["machine"]
+  ended = (f"ran to the end in {doc['elapsed_s']:.0f} s" if doc["complete"] else
+           f"stopped at {doc['aborted']['at_s']:.0f} s, while {doc['aborted']['during']}")
+  head = [f"{path.name}: {report_command(doc['args'])}",
+          f"measured {m['date'][:10]} on {m['device']} in {doc['dtype']}, jax {m['jax']}, code {m.get('code')}; {ended}"]
+  timed = [r for r in doc["rows"] if r.get("status") == "timed"]
+  return head + [report_table(timed) if timed else "no row timed"] + doc["summary"]
+
+
+
+def gpu_report_targets(reports: dict) -> list[str]:
+  """Over every committed GPU report (`gpu_reports`): each speed target some report measured, with its
+  value, met or missed, and the report; then how many targets no report has measured yet."""
+  seen, lines = set(), []
+  for path, doc in reports.items():
+    for t in doc["targets"]:
+      if t["measured"] is not None:
+        seen.add(t["id"])
+        lines.append(f"{t['description']}: {t['measured']:.2f} -> {t['status']} ({path.name})")
+  ids = {t["id"] for doc in reports.values() for t in doc["targets"]}
+  return lines + [f"{len(ids - seen)} of {len(ids)} targets not measured by any report"]
 
 def gpu_report(path, data: dict) -> list[str]:
   """What the chapter prints of one GPU benchmark: the workloads measured, its dtype, the device,

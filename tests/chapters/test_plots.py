@@ -386,8 +386,9 @@ def test_the_speed_chapter_draws_the_committed_benchmark_files():
   fig = speed.speedup_figure(full["rows"], full["machine"])
   assert len([ax for ax in fig.axes if ax.get_visible()]) == len(speed.groups(full["rows"], "workload", "mode"))
   plt.close(fig)
-  for path in sorted(bench.glob("gpu-*.json")):  # the GPU files: panels per (workload, mode), titled by the GPU
-    gpu = json.loads(path.read_text())
+  gpus = speed.gpu_benchmarks()  # the GPU benchmark files (not the reports): panels per (workload, mode), titled by the GPU
+  assert gpus
+  for gpu in gpus.values():
     fig = speed.speedup_figure(gpu["rows"], gpu["machine"])
     assert len([ax for ax in fig.axes if ax.get_visible()]) == len(speed.groups(gpu["rows"], "workload", "mode"))
     assert gpu["machine"]["device"] in fig._suptitle.get_text()

@@ -105,8 +105,51 @@ def test_the_committed_block_matmul_and_gpu_files_are_reported():
   assert lines[0] == speed.command("small", "cpu-matmul.json") and lines[2] == micro.matmul_table(matmul["rows"])
   assert matmul["machine"]["cpu_model"] in lines[1]
   gpus = speed.gpu_benchmarks()
-  assert list(gpus) == sorted(bench.glob("gpu-*.json")) and all(isinstance(p, Path) for p in gpus)
+  assert list(gpus) == [p for p in sorted(bench.glob("gpu-*.json")) if not p.name.startswith("gpu-report-")]
+  assert gpus and all(isinstance(p, Path) for p in gpus)
   for path, gpu in gpus.items():
     head, *tables = speed.gpu_report(path, gpu)
     assert head.startswith(f"{path.name}: ") and gpu["machine"]["device"] in head and head.endswith(f"complete: {gpu['complete']}")
     assert len(tables) == 2 * len(speed.groups(gpu["rows"], "workload", "mode", "batch"))
+
+
+def test_the_committed_gpu_reports_are_read_apart_from_the_benchmarks_and_printed_whole():
+  bench = results.RESULTS / "bench"
+  reports = speed.gpu_reports()
+  assert reports and set(reports) == set(bench.glob("gpu-report-*.json"))
+  assert not set(reports) & set(speed.gpu_benchmarks())
+  dates = [doc["machine"]["date"] for doc in reports.values()]
+  assert dates == sorted(dates)
+  for path, doc in reports.items():
+    head, machine, table, *summary = speed.gpu_report_lines(path, doc)
+    assert head.startswith(f"{path.name}: python -m mone.bench --report") and head.endswith(f"--budget-s {doc['budget_s']:g}")
+    assert doc["machine"]["device"] in machine and doc["dtype"] in machine
+    assert ("ran to the end" in machine) == doc["complete"]
+    timed = [r for r in doc["rows"] if r.get("status") == "timed"]
+    assert len(table.splitlines()) == 1 + len(timed)
+    assert summary == doc["summary"] and summary[0] == "targets:"
+
+
+def test_a_gpu_report_cut_before_any_row_was_timed_says_so_and_where_it_stopped():
+  args = {"budget_s": 250.0, "groups": ["vit-train-64"], "switches": [], "report": True}
+  doc = {"args": args, "machine": {"date": "2026-01-02T03:04:05", "device": "1 x GPU", "jax": "0.0", "code": "abc"},
+         "dtype": "bfloat16", "complete": False, "elapsed_s": 280.0,
+         "aborted": {"at_s": 280.0, "during": "compiling vit-train-64 mone e_c=0.3 default"},
+         "rows": [{"group": "vit-train-64", "model": "dense", "e_c": None, "setting": "default", "status": "pending"}],
+         "summary": ["targets:", "  a target: -> not measured: group not run"]}
+  assert speed.report_command(args) == "python -m mone.bench --report --groups vit-train-64 --switches --budget-s 250"
+  assert speed.report_command({"budget_s": 420.0, "groups": None, "switches": None}) == "python -m mone.bench --report --budget-s 420"
+  lines = speed.gpu_report_lines(Path("gpu-report-x.json"), doc)
+  assert lines == ["gpu-report-x.json: " + speed.report_command(args),
+                   "measured 2026-01-02 on 1 x GPU in bfloat16, jax 0.0, code abc; stopped at 280 s, while compiling "
+                   "vit-train-64 mone e_c=0.3 default", "no row timed", *doc["summary"]]
+
+
+def test_gpu_report_targets_lists_each_measured_target_with_its_report_and_counts_the_rest():
+  def target(id_, measured=None, status="not measured: group not run"):
+    return {"id": id_, "description": f"target {id_}", "measured": measured, "status": status}
+  reports = {Path("gpu-report-a.json"): {"targets": [target("x", 1.371, "missed"), target("y"), target("z")]},
+             Path("gpu-report-b.json"): {"targets": [target("x"), target("y", 1.6, "met"), target("z")]}}
+  assert speed.gpu_report_targets(reports) == ["target x: 1.37 -> missed (gpu-report-a.json)",
+                                               "target y: 1.60 -> met (gpu-report-b.json)",
+                                               "1 of 3 targets not measured by any report"]
