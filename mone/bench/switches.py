@@ -24,6 +24,9 @@ class Switch:
   # The families whose default setting takes `fast` (elsewhere the config's own default stays,
   # and the switch is never flipped there).
   families: tuple = ("check", "image", "video")
+  # The dtypes its fast path computes in, None: any. cuDNN's fused attention has no float32
+  # kernel, so asking it for one only fails; the correctness check skips such a dtype.
+  dtypes: tuple | None = None
 
   @property
   def config_field(self) -> str:
@@ -39,7 +42,8 @@ def switches(backend: str) -> tuple:
   return (
       Switch("attention", "cudnn" if gpu else "dot_product", "xla", ("forward", "train"), "config",
              "attention implementation: jax.nn.dot_product_attention (cuDNN's fused kernel on a GPU) "
-             "against the reference attention (layers.attention)"),
+             "against the reference attention (layers.attention)",
+             dtypes=("float16", "bfloat16") if gpu else None),
       Switch("grad_barrier", "off", "on", ("train",), "config",
              "layers.materialize_grad's conditional in every block's backward: 'on' (the CPU's "
              "default) or none"),

@@ -457,3 +457,30 @@ def test_the_video_frame_size_reaches_the_video_workload(tmp_path):
   big = cli.measure(tmp_path / "b.json", **base, video_image_size=64)
   assert small["workload"].endswith("2x32px") and big["workload"].endswith("2x64px")
   assert big["rows"][0]["gflops"] > 3.9 * small["rows"][0]["gflops"]  # 4x the tokens per frame
+
+
+def test_a_fast_path_is_not_checked_in_a_dtype_it_has_no_kernel_for(tmp_path, monkeypatch):
+  """cuDNN's fused attention has no float32 kernel: its float32 check is recorded as not applicable
+  and nothing is compiled for it, while its bfloat16 check and the other switches' checks run."""
+  args = cli.parser().parse_args(["--report", "--tiny", "--json", str(tmp_path / "r.json")])
+  rep = report.Report(args, cli.machine())
+  gpu_like = Switch("attention", "cudnn", "xla", ("forward", "train"), "config", "", dtypes=("float16", "bfloat16"))
+  grad = next(s for s in rep.switches if s.name == "grad_barrier")
+  rep.switches = (gpu_like, grad)
+  calls = []
+
+  def fake_check(rep, model, e_c, values, dtype, x):  # the compile-and-run step, recorded
+    calls.append((model, dtype, values["attention"], values["grad_barrier"]))
+    return (np.ones(3), {"w": np.ones(2)}, 0.0), None
+
+  monkeypatch.setattr(correctness, "check_values", fake_check)
+  group = next(g for g in plan(rep.fams, tiny=True) if g.name == "correctness")
+  assert correctness.check(rep, group) == "done (6 comparisons)"
+  rows = {(c["model"], c["dtype"], c["switch"]): c for c in rep.doc["correctness"]}
+  for model in ("dense", "mone"):
+    assert rows[(model, "float32", "attention")]["status"] == "not applicable: attention=cudnn computes in float16 or bfloat16 only"
+    assert "ok" not in rows[(model, "float32", "attention")]
+    assert rows[(model, "bfloat16", "attention")]["ok"] and rows[(model, "float32", "grad_barrier")]["ok"]
+    assert (model, "float32", "cudnn", "on") not in calls and (model, "bfloat16", "cudnn", "on") in calls
+  assert len(calls) == 4 + 6  # a reference per (model, dtype), then each applicable variant
+  assert not any(s.get("disabled") for s in rep.doc["switches"])
