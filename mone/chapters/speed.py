@@ -138,7 +138,20 @@ def gpu_report_lines(path, doc: dict) -> list[str]:
   head = [f"{path.name}: {report_command(doc['args'])}",
           f"measured {m['date'][:10]} on {m['device']} in {doc['dtype']}, jax {m['jax']}, code {m.get('code')}; {ended}"]
   timed = [r for r in doc["rows"] if r.get("status") == "timed"]
-  return head + [report_table(timed) if timed else "no row timed"] + doc["summary"]
+  return head + default_settings(doc) + [report_table(timed) if timed else "no row timed"] + doc["summary"]
+
+
+def default_settings(doc: dict) -> list[str]:
+  """One line per distinct value of the speed switches in a GPU report's timed default rows, naming
+  their groups: what 'default' meant there. A report that ran no correctness group keeps every fast
+  path on; one whose checks failed or were skipped times those paths at their reference values."""
+  names = [s["name"] for s in doc["switches"]]
+  seen: dict[str, list[str]] = {}
+  for r in doc["rows"]:
+    if r.get("status") == "timed" and r["setting"] == "default":
+      key = ", ".join(f"{n}={r[n]}" for n in names if r.get(n) is not None)
+      seen.setdefault(key, []).append(r["group"])
+  return [f"default setting of {', '.join(dict.fromkeys(groups))}: {key}" for key, groups in seen.items()]
 
 
 

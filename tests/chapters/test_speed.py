@@ -121,7 +121,10 @@ def test_the_committed_gpu_reports_are_read_apart_from_the_benchmarks_and_printe
   dates = [doc["machine"]["date"] for doc in reports.values()]
   assert dates == sorted(dates)
   for path, doc in reports.items():
-    head, machine, table, *summary = speed.gpu_report_lines(path, doc)
+    defaults = speed.default_settings(doc)
+    head, machine, *rest = speed.gpu_report_lines(path, doc)
+    assert rest[:len(defaults)] == defaults and defaults  # every committed report timed a default row
+    table, *summary = rest[len(defaults):]
     assert head.startswith(f"{path.name}: python -m mone.bench --report") and head.endswith(f"--budget-s {doc['budget_s']:g}")
     assert doc["machine"]["device"] in machine and doc["dtype"] in machine
     assert ("ran to the end" in machine) == doc["complete"]
@@ -135,7 +138,9 @@ def test_a_gpu_report_cut_before_any_row_was_timed_says_so_and_where_it_stopped(
   doc = {"args": args, "machine": {"date": "2026-01-02T03:04:05", "device": "1 x GPU", "jax": "0.0", "code": "abc"},
          "dtype": "bfloat16", "complete": False, "elapsed_s": 280.0,
          "aborted": {"at_s": 280.0, "during": "compiling vit-train-64 mone e_c=0.3 default"},
-         "rows": [{"group": "vit-train-64", "model": "dense", "e_c": None, "setting": "default", "status": "pending"}],
+         "switches": [{"name": "attention"}],
+         "rows": [{"group": "vit-train-64", "model": "dense", "e_c": None, "setting": "default", "status": "pending",
+                   "attention": "cudnn"}],
          "summary": ["targets:", "  a target: -> not measured: group not run"]}
   assert speed.report_command(args) == "python -m mone.bench --report --groups vit-train-64 --switches --budget-s 250"
   assert speed.report_command({"budget_s": 420.0, "groups": None, "switches": None}) == "python -m mone.bench --report --budget-s 420"
@@ -153,3 +158,19 @@ def test_gpu_report_targets_lists_each_measured_target_with_its_report_and_count
   assert speed.gpu_report_targets(reports) == ["target x: 1.37 -> missed (gpu-report-a.json)",
                                                "target y: 1.60 -> met (gpu-report-b.json)",
                                                "1 of 3 targets not measured by any report"]
+
+
+def test_default_settings_names_what_default_meant_in_each_group_of_a_gpu_report():
+  """The second of two reports in one loan ran no correctness group, so its default rows kept a path
+  on that the first report's had turned off: the chapter must show it."""
+  row = lambda group, setting="default", status="timed", **values: {"group": group, "setting": setting, "status": status,
+                                                                     "model": "dense", "e_c": None, **values}
+  doc = {"switches": [{"name": "attention"}, {"name": "fused_mlp"}, {"name": "layer_loop"}],
+         "rows": [row("vit-forward-256", attention="cudnn", fused_mlp="xla", layer_loop=None),
+                  row("vit-forward-256-e_c", attention="cudnn", fused_mlp="xla", layer_loop=None),
+                  row("vit-forward-256", "attention=xla", attention="xla", fused_mlp="xla", layer_loop=None),
+                  row("vit-train-64", status="skipped: budget", attention="cudnn", fused_mlp="pallas", layer_loop=None),
+                  row("vivit-forward-8", attention="cudnn", fused_mlp="pallas", layer_loop="scan")]}
+  assert speed.default_settings(doc) == [
+      "default setting of vit-forward-256, vit-forward-256-e_c: attention=cudnn, fused_mlp=xla",
+      "default setting of vivit-forward-8: attention=cudnn, fused_mlp=pallas, layer_loop=scan"]
