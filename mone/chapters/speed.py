@@ -129,9 +129,10 @@ def report_command(args: dict) -> str:
 
 def gpu_report_lines(path, doc: dict) -> list[str]:
   """What the chapter prints of one GPU report: its command, the machine, whether it ran to the end
-  (the lent machine's time limit stops a report, its JSON kept), the rows it timed
-  (`mone.bench.rows.report_table`), then the report's own summary: each target met, missed or not
-  measured, the correctness checks, compile times and what was not done."""
+  (the lent machine's time limit stops a report, its JSON kept), what its default setting was
+  (`default_settings`), the rows it timed (`mone.bench.rows.report_table`), then the report's own
+  summary: each target met, missed or not measured, the correctness checks, compile times and what
+  was not done."""
   m = doc["machine"]
   ended = (f"ran to the end in {doc['elapsed_s']:.0f} s" if doc["complete"] else
            f"stopped at {doc['aborted']['at_s']:.0f} s, while {doc['aborted']['during']}")
@@ -154,7 +155,6 @@ def default_settings(doc: dict) -> list[str]:
   return [f"default setting of {', '.join(dict.fromkeys(groups))}: {key}" for key, groups in seen.items()]
 
 
-
 def gpu_report_targets(reports: dict) -> list[str]:
   """Over every committed GPU report (`gpu_reports`): each speed target some report measured, with its
   value, met or missed, and the report; then how many targets no report has measured yet."""
@@ -166,6 +166,7 @@ def gpu_report_targets(reports: dict) -> list[str]:
         lines.append(f"{t['description']}: {t['measured']:.2f} -> {t['status']} ({path.name})")
   ids = {t["id"] for doc in reports.values() for t in doc["targets"]}
   return lines + [f"{len(ids - seen)} of {len(ids)} targets not measured by any report"]
+
 
 def gpu_report(path, data: dict) -> list[str]:
   """What the chapter prints of one GPU benchmark: the workloads measured, its dtype, the device,
