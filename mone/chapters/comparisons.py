@@ -49,13 +49,13 @@ def beats_nested(claim_id: str, text: str, paper: str, mone: dict, nested: dict,
   return claims.trained(claim_id, text, paper, diffs, relation="beats", tolerance=0.0, learned=learned, note=f"at e_c = {e_c}")
 
 
-def equivalence_note(c: dict, seeds: int = 5) -> str:
+def equivalence_note(c: dict, seeds: int | None = None) -> str:
   """What the seeds of a 'matches' claim rule out (the CI's ends: MoNE more than -low below the
   baseline, or more than high above it) and what deciding it would take: a CI inside
   [-tolerance, +tolerance] needs t(0.975, n-1) s / sqrt(n) < tolerance - abs(mean), so at `seeds`
-  paired seeds and this mean a paired standard deviation below the one returned; and the seeds that
-  would show the match with 80% power (`significance.claim_seeds_to_decide`). Empty for other
-  claims or without a CI."""
+  paired seeds (by default the claim's own) and this mean a paired standard deviation below the one
+  returned; and the seeds that would show the match with 80% power
+  (`significance.claim_seeds_to_decide`). Empty for other claims or without a CI."""
   import scipy.stats
   if c.get("relation") != "matches" or not c.get("ci95") or c["n_seeds"] < 2:
     return ""
@@ -67,6 +67,7 @@ def equivalence_note(c: dict, seeds: int = 5) -> str:
   if room <= 0:
     return out + (f"Its mean difference ({mean:+.2f}) lies outside ±{tol:g}: if it held, no number of seeds would "
                   "show a match.")
+  seeds = seeds or n
   need = room * np.sqrt(seeds) / scipy.stats.t.ppf(0.975, seeds - 1)
   n = significance.claim_seeds_to_decide(c)
   return out + (f"A match within ±{tol:g} at this mean ({mean:+.2f}) needs the CI's half-width under {room:.2f}: at {seeds} "

@@ -9,6 +9,8 @@ def test_equivalence_note_states_what_the_seeds_rule_out_and_what_deciding_needs
   low, high = c["ci95"]
   assert f"more than {-low:.1f} points below" in note and f"more than {high:.1f} above" in note
   assert "half-width under" in note and "at 5 seeds" in note
+  own = comparisons.equivalence_note(c)  # by default, the seeds the claim was measured at
+  assert "at 3 seeds a paired standard deviation under" in own and "at 5 seeds" not in own
   far = claims.trained("y", "matches", "p", {0: 70.0, 1: 73.0, 2: 71.0}, {0: 81.0, 1: 82.0, 2: 82.5}, relation="matches", tolerance=1.0)
   assert "no number of seeds" in comparisons.equivalence_note(far)
   beats = claims.trained("z", "beats", "p", {0: 1.0, 1: 2.0, 2: 3.0}, relation="beats", tolerance=0.0)
