@@ -69,10 +69,10 @@ def equivalence_note(c: dict, seeds: int | None = None) -> str:
                   "show a match.")
   seeds = seeds or n
   need = room * np.sqrt(seeds) / scipy.stats.t.ppf(0.975, seeds - 1)
-  n = significance.claim_seeds_to_decide(c)
+  to_decide = significance.claim_seeds_to_decide(c)
   return out + (f"A match within ±{tol:g} at this mean ({mean:+.2f}) needs the CI's half-width under {room:.2f}: at {seeds} "
                 f"seeds a paired standard deviation under {need:.2f} points, against {s:.2f} measured; at this mean and "
-                "spread, " + (f"about {n} seeds would show the match with 80% power." if n else
+                "spread, " + (f"about {to_decide} seeds would show the match with 80% power." if to_decide else
                               f"even {significance.MAX_SEEDS} seeds would show it with less than 80% power."))
 
 
