@@ -1,14 +1,18 @@
 """Where results live and how they are written: atomically, with provenance.
 
 Every metrics file records the config, its hash, the seed, package versions and the
-device, so a number in the book can always be traced to the run that produced it.
+device, so a number in the book can always be traced to the run that produced it. A training
+run's file also records the code and machine that trained it (`code_provenance`).
 """
 import dataclasses
+import functools
 import hashlib
 import json
 import os
 import platform
+import re
 import resource
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -140,6 +144,91 @@ def provenance() -> dict:
                  "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                  "cores_used": usable_cores()},
   }
+
+
+def code_provenance() -> dict:
+  """The code and machine this process computes with, as a training run records them (the loop's
+  `trained_on` parts and its run file's `code`): a retrained run's numbers are only comparable with
+  runs of the same code, compiled the same way. `provenance` leaves it out: the chapters' results
+  files it goes into must stay byte-identical when their notebooks rerun on other commits.
+
+  commit: the full git commit, dirty: whether the package's code (mone/) had uncommitted changes
+  (`git_state`; both None outside a git checkout); xla_flags: $XLA_FLAGS ("" if unset); the jax and
+  jaxlib versions; cpu_model: the host's CPU (`cpu_model`); isa: the instruction set XLA:CPU
+  compiles for (`xla_cpu_isa`). Git and $XLA_FLAGS are read on every call (a commit can land while
+  a process lives; the training loop calls this once per run); the CPU, which cannot change, once
+  per process."""
+  import jax
+  import jaxlib
+  commit, dirty = git_state()
+  return {"commit": commit, "dirty": dirty, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+          "jax": jax.__version__, "jaxlib": jaxlib.__version__, "cpu_model": cpu_model(), "isa": xla_cpu_isa()}
+
+
+def git_state() -> tuple[str | None, bool | None]:
+  """(the full commit checked out in REPO, whether `git status` shows uncommitted changes to tracked
+  files under mone/), or (None, None) where REPO is no git checkout (an installed package) or git
+  cannot say. Changes elsewhere (results a run is writing, notebooks) do not change what a run
+  computes. Untracked files do not count, as in `python -m mone.bench`'s code version: a new module
+  not yet added to git leaves the flag False. REPO must hold .git itself (a folder, or a worktree's
+  file): a package installed inside another repository's tree would otherwise record that
+  repository's commit."""
+  if not (REPO / ".git").exists():
+    return None, None
+  try:
+    run = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True, timeout=10)
+    head = run("rev-parse", "HEAD")
+    if head.returncode:
+      return None, None
+    status = run("status", "--porcelain", "--untracked-files=no", "--", "mone")
+    return head.stdout.strip(), (bool(status.stdout.strip()) if status.returncode == 0 else None)
+  except (OSError, subprocess.SubprocessError):
+    return None, None
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_model() -> str:
+  """The host CPU's name: /proc/cpuinfo's first "model name" (Linux on x86), else
+  platform.processor() or platform.machine() ('arm64', 'x86_64')."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+  except (OSError, StopIteration):
+    return platform.processor() or platform.machine()
+
+
+# The instruction sets XLA:CPU's --xla_cpu_max_isa names that a run record tells apart, best first,
+# each with the /proc/cpuinfo flag that shows the host has it.
+HOST_ISAS = (("AMX", "amx_tile"), ("AVX512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SSE4_2", "sse4_2"))
+
+
+def xla_cpu_isa() -> str | None:
+  """The instruction set XLA:CPU compiles for: the value of --xla_cpu_max_isa in $XLA_FLAGS where
+  given (the last one given, e.g. "AVX2"), else the host's best of HOST_ISAS followed by
+  " (host)" ("AVX512 (host)"): XLA:CPU compiles for the CPU it runs on. The same program can round
+  its last bits differently under another ISA (other vector widths, fused multiply-adds). None
+  where the host shows none of them (not x86, or no /proc/cpuinfo). XLA reads $XLA_FLAGS once,
+  when its backend starts: this reads it now, as the run's xla_flags do."""
+  given = re.findall(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
+  if given:
+    return given[-1]
+  host = best_isa(_host_cpu_flags())
+  return host and f"{host} (host)"
+
+
+def best_isa(flags) -> str | None:
+  """The best of HOST_ISAS whose /proc/cpuinfo flag is among flags, or None."""
+  return next((isa for isa, flag in HOST_ISAS if flag in flags), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _host_cpu_flags() -> frozenset:
+  """The first CPU's flags in /proc/cpuinfo (empty where there is none)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      return frozenset(next(l.split(":", 1)[1].split() for l in f if l.startswith("flags")))
+  except (OSError, StopIteration):
+    return frozenset()
 
 
 def device_name(m: dict) -> str:

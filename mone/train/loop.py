@@ -9,9 +9,14 @@ The run writes WORKDIR/metrics.json atomically at the end and checkpoints to WOR
 rerunning the same command resumes from the last good checkpoint and ends with the same metrics an
 uninterrupted run would have (data order, dropout-free model and per-step RNG are all functions of
 (seed, step)). Beside `device` and `versions` (`results.provenance`), metrics.json records where the
-run trained, outside the config hash: `trained_on`, one {"device", "matmul_precision", "from_step",
-"to_step"} part per process that trained steps (from_step, to_step], kept in the checkpoints across
-resumes, and `matmul_precision`, this process's (`_where`; MONE_MATMUL_PRECISION sets it).
+run trained, outside the config hash: `trained_on`, one {"device", "matmul_precision", "code",
+"from_step", "to_step"} part per process that trained steps (from_step, to_step], kept in the
+checkpoints across resumes, and `matmul_precision`, this process's (`_where`; MONE_MATMUL_PRECISION
+sets it). `code` (`results.code_provenance`: git commit, whether mone/ had uncommitted changes,
+XLA_FLAGS, jax and jaxlib versions, CPU model, the instruction set XLA:CPU compiled for) is at the
+top level for the process that wrote the file, and in each part for the process that trained it:
+a retrained run is only compared with runs of its own code, and a resumed run can span code
+versions and machines. Parts and run files written before it was recorded have no `code`.
 """
 import json
 import logging
@@ -68,8 +73,11 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
   elapsed_before, timed_from = 0.0, 0
   # Every process that trained part of the run: its device and float32 matmul precision, and its
   # steps (a part ends at the last checkpoint the next part resumed from: later work was redone).
-  # A checkpoint of older code keeps no list: its part is "unrecorded".
-  segment = {**_where(), "from_step": start, "to_step": start}
+  # A checkpoint of older code keeps no list: its part is "unrecorded"; one written before parts
+  # recorded their `code` keeps its parts without it. Git is read once, here: this part and the run
+  # file's `code` say the same, even if a commit lands while this process trains.
+  code = results.code_provenance()
+  segment = {**_where(), "code": code, "from_step": start, "to_step": start}
   trained_on = [segment]
   if restored is not None:
     before = restored["history"].get("trained_on") or [{"device": "unrecorded", "matmul_precision": "unrecorded", "from_step": 0}]
@@ -143,7 +151,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       **({"curve": curve} if learning_curve else {}),
       "wall_time_s": round(elapsed_before + time.time() - t0, 1), "timed_from_step": timed_from,
       "resumed_from_step": start, "trained_on": trained_on, "matmul_precision": segment["matmul_precision"],
-      "peak_rss_mib": round(results.peak_rss_mib(), 1),
+      "peak_rss_mib": round(results.peak_rss_mib(), 1), "code": code,
       **results.provenance()}
   if lead:
     results.atomic_write_json(workdir / "metrics.json", metrics)

@@ -157,8 +157,9 @@ def test_sigkill_at_random_points_then_resume_matches_an_uninterrupted_run(tmp_p
   assert 0 < peak_mib < 4096, f"the smoke run peaked at {peak_mib:.0f} MiB"  # documented in book/reference.md
   # The overrides on both sides of --quiet applied (smoke's own: num_devices=0, checkpoint_every=20).
   assert a["config"]["num_devices"] == 1 and a["config"]["checkpoint_every"] == 5
-  # One process trained it all, at JAX's default matmul precision.
-  assert a["trained_on"] == [{"device": a["device"], "matmul_precision": "default", "from_step": 0, "to_step": 40}]
+  # One process trained it all, at JAX's default matmul precision, on the code its run file names.
+  assert a["trained_on"] == [{"device": a["device"], "matmul_precision": "default", "code": a["code"],
+                              "from_step": 0, "to_step": 40}]
   work, rng = tmp_path / "killed", random.Random(0)
   kills = []
   for target in sorted(rng.sample(range(5, 40, 5), 3)):

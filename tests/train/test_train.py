@@ -343,8 +343,9 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   m = loop.train(cfg, tmp_path / "run", progress=False)
   curve = m["curve"]
   assert [p["step"] for p in curve] == [2, 4, 6]
-  # One process trained it all: one segment, on this device, at JAX's default matmul precision.
-  assert m["trained_on"] == [{"device": m["device"], "matmul_precision": "default", "from_step": 0, "to_step": 6}]
+  # One process trained it all: one segment, on this device and code, at JAX's default matmul precision.
+  assert m["trained_on"] == [{"device": m["device"], "matmul_precision": "default", "code": m["code"],
+                              "from_step": 0, "to_step": 6}]
   assert m["matmul_precision"] == "default"
   assert curve[1]["train_loss"] == pytest.approx(np.mean([loss for s, loss in m["history"] if s in (3, 4)]))
   assert all(0 <= p[k] <= 1 for p in curve for k in ("train_accuracy", "val_accuracy"))
@@ -390,7 +391,7 @@ def test_a_checkpoint_of_older_code_resumes_with_an_unrecorded_first_part(tmp_pa
   m = loop.train(cfg, tmp_path, progress=False)
   assert m["trained_on"] == [
       {"device": "unrecorded", "matmul_precision": "unrecorded", "from_step": 0, "to_step": 3},
-      {"device": m["device"], "matmul_precision": "default", "from_step": 3, "to_step": 6}]
+      {"device": m["device"], "matmul_precision": "default", "code": m["code"], "from_step": 3, "to_step": 6}]
 
 
 @pytest.mark.slow
