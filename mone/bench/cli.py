@@ -3,25 +3,17 @@
 import argparse
 import datetime
 import os
-import platform
-import subprocess
 from pathlib import Path
 
 import jax
 
 import mone.bench
 from mone import results
-from mone.bench import micro, report, targets, timing, workloads
+from mone.bench import micro, report, targets, timing, training, workloads
 
 def machine() -> dict:
-  cpu = platform.processor() or platform.machine()
-  try:
-    with open("/proc/cpuinfo") as f:
-      cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-  except (OSError, StopIteration):
-    pass
   dev = jax.devices()[0]
-  return {"cpu_model": cpu, "cores": os.cpu_count(), "jax": jax.__version__, "code": code_version(),
+  return {"cpu_model": results.cpu_model(), "cores": os.cpu_count(), "jax": jax.__version__, "code": code_version(),
           "backend": jax.default_backend(), "device": f"{len(jax.devices())} x {dev.device_kind}",
           "xla_flags": os.environ.get("XLA_FLAGS", ""),
           # glibc's heap settings (mone.train.hostmem) change a CPU step's time, both arms alike;
@@ -31,18 +23,11 @@ def machine() -> dict:
 
 
 def code_version() -> str | None:
-  """The git commit the benchmark ran on, '+dirty' if the package's code (mone/) had uncommitted
-  changes; None outside a git checkout. A timing is only comparable with one of the same code.
-  Changes elsewhere (results a run is writing, notebooks) do not change what is timed."""
-  try:
-    run = lambda *a: subprocess.run(["git", *a], cwd=results.REPO, capture_output=True, text=True, timeout=10)
-    head = run("rev-parse", "--short=12", "HEAD")
-    if head.returncode:
-      return None
-    dirty = run("status", "--porcelain", "--untracked-files=no", "--", "mone").stdout.strip()
-    return head.stdout.strip() + ("+dirty" if dirty else "")
-  except (OSError, subprocess.SubprocessError):
-    return None
+  """The git commit the benchmark ran on (12 digits), '+dirty' if the package's code (mone/) had
+  uncommitted changes (`results.git_state`); None outside a git checkout. A timing is only
+  comparable with one of the same code."""
+  commit, dirty = results.git_state()
+  return None if commit is None else commit[:12] + ("+dirty" if dirty else "")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -84,6 +69,14 @@ def parser() -> argparse.ArgumentParser:
   ap.add_argument("--json", default=None,
                   help="where to write the rows (default results/bench/cpu.json, under $MONE_RESULTS_DIR if set; cpu-block.json with --block, "
                        "cpu-matmul.json with --matmul, cpu-routing.json with --routing, gpu-report-<device>.json with --report)")
+  tr = ap.add_argument_group("training throughput (--training; mone.bench.training)")
+  tr.add_argument("--training", action="store_true",
+                  help="time every small-profile arm's training step against a float32 matmul timed beside it, "
+                       "and estimate the share of each run spent outside the step; the model options above do not apply")
+  tr.add_argument("--arms", nargs="+", default=None, metavar="ARM",
+                  help="only these arms (e.g. image:vit image:mone:0.4; default: all of mone.bench.training.arms())")
+  tr.add_argument("--rounds", type=int, default=5, help="turns each arm takes (--training)")
+  tr.add_argument("--steps", type=int, default=4, help="steps each arm runs per turn (--training)")
   rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")
   rep.add_argument("--report", action="store_true",
                    help="check every GPU speed path against its reference and time it (ViT-B/16, ViViT-B/16x2) "
@@ -102,6 +95,11 @@ def parser() -> argparse.ArgumentParser:
 
 def check(args):
   """Raises ValueError on options that cannot go together."""
+  if args.training and (args.block or args.matmul or args.routing or args.report or args.video_only):
+    raise ValueError("--training times the training steps alone; it does not combine with --block, --matmul, "
+                     "--routing, --report or --video-only")
+  if not args.training and args.arms:
+    raise ValueError("--arms is an option of --training")
   if args.block + args.matmul + args.routing > 1:
     raise ValueError("--block, --matmul and --routing time different things; pass one of them")
   if args.video_only and not args.video:
@@ -163,10 +161,12 @@ def run(args):
   """The benchmark of parsed arguments (see `parser`)."""
   if args.report:
     return report.run(args, machine())
+  if args.training:
+    return main_training(args)
   if args.reps is None:
     args.reps = 7
   if args.json is None:
-    name = ("cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul
+    name = ("cpu-training.json" if args.training else "cpu-block.json" if args.block else "cpu-matmul.json" if args.matmul
             else "cpu-routing.json" if args.routing else "cpu.json")
     args.json = str(results.results_root() / "bench" / name)
   if args.block or args.matmul or args.routing:
@@ -243,3 +243,19 @@ def main_block(args):
   return rows
 
 
+
+
+def main_training(args):
+  """--training: `mone.bench.training.measure`, written with the machine it ran on."""
+  if args.json is None:
+    args.json = str(results.results_root() / "bench" / "cpu-training.json")
+  meta = machine()
+  print(f"training throughput on {meta['device']} / {meta['cpu_model']} ({results.usable_cores()} of "
+        f"{meta['cores']} cores usable), jax {meta['jax']}, code {meta['code']}, load average {meta['load_avg'][0]:.2f}")
+  out = training.measure(args.arms or (), rounds=args.rounds, steps_per_round=args.steps)
+  results.atomic_write_json(args.json, {
+      "machine": {**meta, "cores_used": results.usable_cores(), "load_avg_end": list(os.getloadavg()),
+                  "peak_rss_mib": results.peak_rss_mib()},
+      "args": _recorded(args), "complete": True, **out, **results.provenance()})
+  print(f"wrote {args.json}")
+  return out["rows"]

@@ -1,0 +1,289 @@
+"""Training throughput: each arm of the small profile's training step against this machine's own
+float32 matmul rate, and where a whole run's wall time goes besides the step.
+
+  python -m mone.bench --training                          # every arm, results/bench/cpu-training.json
+  python -m mone.bench --training --arms image:vit image:mone:0.4 --rounds 3 --json /tmp/t.json
+
+Run it on one pinned core (`taskset -c 0`), as the training queue's workers train, on an idle machine.
+
+What is timed, in one process, so that every number shares the machine's state:
+- the step: the jitted update (forward, backward, optimizer) of `mone.train.steps.make_train_step`
+  on batches from the arm's real input pipeline, waited for step by step; the arms take turns,
+  `--rounds` times `--steps` steps each, so that a change in the machine's load hits all of them.
+  Its rate is GFLOP/s as the package counts FLOPs (`mone.flops`: one multiply-accumulate is one
+  FLOP, the paper's convention), and as a fraction of the matmul rate counted the same way.
+- the matmul rate: a 2048 x 2048 x 2048 float32 matmul (2048^3 multiply-accumulates), timed beside
+  the steps, once before them and once after; the rate is the faster median of the two.
+- what a run does outside the step, each part measured here and scaled to the arm's full run
+  (`outside`): rendering the dataset (timed on RENDER_EXAMPLES examples, scaled by the run's
+  training, validation and test examples), compiling the step, producing a batch (the pipeline's
+  host work, which shares the core with the step), learning-curve evaluations (every eval_every
+  steps: CURVE_TRAIN_EXAMPLES training images and the validation split), the final evaluation at
+  every evaluation point on the test and validation splits (per-example time measured at the curve
+  point, scaled to each point by its forward FLOPs), and checkpoints (every checkpoint_every steps).
+
+The rows are estimates of a run from measured parts, not a run: `mone.train.loop` records a real
+run's `time_split` in its run file.
+"""
+import dataclasses
+import time
+
+import numpy as np
+
+RENDER_EXAMPLES = 1024  # examples rendered to time a dataset's rendering per example
+UNUSED_DATA_SEED = 10_000  # + the arm's index: the data seeds rendering is timed with
+MATMUL_N = 2048
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+  """One arm of the small profile: its name on the command line (`--arms`), and its config's
+  maker (called only when the arm is timed)."""
+  name: str
+  make: object  # () -> TrainConfig
+
+  def config(self):
+    return self.make()
+
+
+def arms() -> tuple[Arm, ...]:
+  """The small profile's arms, as its ten-seed plan trains them: the images (Figure 3's ViT,
+  MatViT, MoD, MoNE at each e_c and the random router), the temporal and appearance videos
+  (Figure 4) and Table 1's allocations."""
+  from mone.configs import profiles
+
+  image = lambda **kw: (lambda: profiles.image_config("small", **kw))
+  mone_image = lambda e_c, **kw: (lambda: profiles.mone_config("small", e_c, **kw))
+  video = lambda task, **kw: (lambda: profiles.video_config("small", task, **kw))
+  mone_video = lambda task, e_c: (lambda: profiles.mone_config("small", e_c, task=task))
+  table1 = lambda allocation, e_c=None: (lambda: profiles.table1_config("small", allocation, e_c))
+  grid = profiles.grid("small")
+  out = [Arm("image:vit", image(kind="vit")), Arm("image:matvit", image(kind="matvit")),
+         Arm("image:mod", image(kind="mod"))]
+  out += [Arm(f"image:mone:{e}", mone_image(e)) for e in grid.image_e_c]
+  out += [Arm(f"image:mone:{e}:random", mone_image(e, **{"model.router": "random"})) for e in (0.2, 0.3)]
+  for task in ("temporal", "appearance"):
+    out += [Arm(f"{task}:vit", video(task, kind="vit")), Arm(f"{task}:matvit", video(task, kind="matvit"))]
+    out += [Arm(f"{task}:mone:{e}", mone_video(task, e)) for e in grid.video_e_c[task]]
+  out += [Arm("table1:proportionate", table1("proportionate")), Arm("table1:uniform", table1("uniform")),
+          Arm("table1:greedy:0.4", table1("greedy", 0.4)), Arm("table1:mod_greedy:0.4", table1("mod_greedy", 0.4))]
+  return tuple(out)
+
+
+def select(names) -> tuple[Arm, ...]:
+  """The arms named (all where names is empty); an unknown name is a ValueError listing them."""
+  every = arms()
+  if not names:
+    return every
+  known = {a.name: a for a in every}
+  unknown = [n for n in names if n not in known]
+  if unknown:
+    raise ValueError(f"--arms: unknown arm(s) {unknown}; the arms are {sorted(known)}")
+  return tuple(known[n] for n in names)
+
+
+def _median_s(fn, reps: int) -> float:
+  import jax
+  times = []
+  for _ in range(reps):
+    t = time.perf_counter()
+    jax.block_until_ready(fn())
+    times.append(time.perf_counter() - t)
+  return float(np.median(times))
+
+
+def matmul_rate(n: int = MATMUL_N, reps: int = 7) -> float:
+  """GFLOP/s of an n x n x n float32 matmul, counting a multiply-accumulate as one FLOP (as
+  `mone.flops` counts the models): the machine's own rate for the arithmetic the step is made of."""
+  import jax
+  import jax.numpy as jnp
+  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+  b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
+  f = jax.jit(jnp.matmul)
+  f(a, b).block_until_ready()
+  return n ** 3 / _median_s(lambda: f(a, b), reps) / 1e9
+
+
+class Timed:
+  """One arm made ready to time: its config, model, state, jitted step and a few real batches."""
+
+  def __init__(self, arm: Arm, num_batches: int, arm_index: int = 0):
+    import jax
+    import jax.numpy as jnp
+    from mone.data import pipeline, sources
+    from mone.train import evaluation, sharding, steps
+
+    self.arm, cfg = arm, arm.config()
+    self.cfg = cfg
+    # Rendering, timed on a few examples (the pipeline's work per batch does not depend on how many
+    # the set holds) of a data seed no run uses, so that no arm reads a set an earlier arm rendered
+    # (the renderers keep their sets in memory).
+    small = dataclasses.replace(cfg, num_train=max(RENDER_EXAMPLES, cfg.batch_size),
+                                num_test=min(cfg.num_test, RENDER_EXAMPLES), num_val=min(cfg.num_val, RENDER_EXAMPLES))
+    t = time.perf_counter()
+    sources.source(dataclasses.replace(small, data_seed=UNUSED_DATA_SEED + arm_index), "train")
+    self.render_s_per_example = (time.perf_counter() - t) / small.num_train
+    train_src = sources.source(small, "train")
+    self.test_src = sources.source(small, "test")
+    self.mesh = sharding.make_mesh(cfg)
+    self.model = steps.build_model(cfg)
+    self.total_steps = steps.num_train_steps(cfg)
+    tx = steps.make_optimizer(cfg, self.total_steps)
+    params = steps.init_params(cfg, self.model, jnp.zeros(steps.input_shape(cfg)))
+    self.state = sharding.place(self.mesh, {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)},
+                                cfg.sharding)
+    self.step_fn = steps.make_train_step(cfg, self.model, tx, sharding.shardings(self.mesh, self.state, cfg.sharding))
+    # The batches the steps are timed on, from the pipeline as the loop runs it.
+    batches = pipeline.train_batches(train_src, cfg.batch_size, cfg.seed, num_steps=num_batches,
+                                     num_classes=cfg.model.num_classes, prefetch=1)
+    self.feeds, host = [], []
+    for step, batch in batches:
+      t = time.perf_counter()
+      self.feeds.append((step, {"image": sharding.shard(self.mesh, sources.inputs(batch)),
+                                "soft_label": sharding.shard(self.mesh, batch["soft_label"])}))
+      host.append(time.perf_counter() - t)
+    batches.close()
+    self.data_s = self._batch_s(train_src) + float(np.median(host))
+    t = time.perf_counter()
+    self.state, loss = self.step_fn(self.state, self.feeds[0][1], steps.train_budget(cfg, self.feeds[0][0]))
+    jax.block_until_ready(loss)
+    self.compile_s = time.perf_counter() - t
+    self.times = []
+    self.eval_step = evaluation.eval_step_fn(cfg, self.model)
+
+  def _batch_s(self, src) -> float:
+    """Median host seconds of one training batch: the pipeline drained with nothing else running,
+    so that its prefetch thread (one batch ahead) is the bottleneck and each batch waits for it."""
+    from mone.data import pipeline
+    gen = pipeline.train_batches(src, self.cfg.batch_size, self.cfg.seed + 1, num_steps=9,
+                                 num_classes=self.cfg.model.num_classes, prefetch=1)
+    times, it = [], iter(gen)
+    for _ in range(9):
+      t = time.perf_counter()
+      next(it)
+      times.append(time.perf_counter() - t)
+    gen.close()
+    return float(np.median(times[1:]))
+
+  def run(self, n: int) -> None:
+    """n steps on the arm's batches in turn, each waited for."""
+    import jax
+    from mone.train import steps
+    for i in range(n):
+      step, feed = self.feeds[i % len(self.feeds)]
+      t = time.perf_counter()
+      self.state, loss = self.step_fn(self.state, feed, steps.train_budget(self.cfg, step))
+      jax.block_until_ready(loss)
+      self.times.append(time.perf_counter() - t)
+
+  def outside(self) -> dict:
+    """Seconds of a full run spent outside the step, by part (see the module docstring)."""
+    from mone.train import evaluation, loop, steps
+    cfg = self.cfg
+    e_c, width = evaluation.curve_point(cfg)
+    evaluate = lambda: evaluation.evaluate(cfg, self.model, self.state["params"], self.test_src, e_c=e_c,
+                                           width_index=width, mesh=self.mesh, step_fn=self.eval_step)
+    t = time.perf_counter()
+    evaluate()
+    eval_compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    evaluate()
+    per_example = (time.perf_counter() - t) / len(self.test_src)
+    curve_gflops = steps.forward_gflops(cfg, e_c, width)
+    points = evaluation.eval_points(cfg)
+    final_examples = cfg.num_test + cfg.num_val
+    final = sum(per_example * steps.forward_gflops(cfg, e, w) / curve_gflops * final_examples for e, w in points)
+    curves = self.total_steps // cfg.eval_every if cfg.eval_every else 0
+    curve = curves * per_example * (min(loop.CURVE_TRAIN_EXAMPLES, cfg.num_train) + cfg.num_val)
+    return {
+        "render_s": round(self.render_s_per_example * (cfg.num_train + cfg.num_val + cfg.num_test), 1),
+        "compile_s": round(self.compile_s + eval_compile_s * len({e for e, _ in points}), 1),
+        "data_s": round(self.data_s * self.total_steps, 1),
+        "curve_eval_s": round(curve, 1),
+        "final_eval_s": round(final, 1),
+        "checkpoint_s": round(self._checkpoint_s() * (self.total_steps // cfg.checkpoint_every), 1),
+    }
+
+  def _checkpoint_s(self) -> float:
+    """Seconds of one synchronous save of the state, as the loop saves it (the second of two saves)."""
+    import tempfile
+    import orbax.checkpoint as ocp
+    from mone.train import checkpoints
+    with tempfile.TemporaryDirectory() as d:
+      mngr = checkpoints.manager(d, self.cfg)
+      took = []
+      for step in (1, 2):
+        t = time.perf_counter()
+        mngr.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(self.state),
+                                                history=ocp.args.JsonSave({"history": []})))
+        mngr.wait_until_finished()
+        took.append(time.perf_counter() - t)
+      mngr.close()
+    return took[-1]
+
+
+def row(timed: Timed, matmul_gflops: float) -> dict:
+  """The arm's JSON row: its step, its rate, and its estimated run (see the module docstring)."""
+  from mone.models import kinds
+  from mone.train import steps
+  cfg = timed.cfg
+  step_s = float(np.median(timed.times))
+  gflop = 3 * steps.train_step_gflops(cfg) * cfg.batch_size  # forward + backward, as train_gflops counts
+  outside = timed.outside()
+  train_s = step_s * timed.total_steps
+  kind = kinds.kind_of(cfg)
+  return {
+      "arm": timed.arm.name, "recipe": cfg.name, "kind": cfg.kind, "label": kind.label,
+      "e_c": kind.recorded_e_c(cfg), "allocation": getattr(cfg, "allocation", None),
+      "router": cfg.model.router, "batch": cfg.batch_size, "steps": timed.total_steps,
+      "step_ms": round(1e3 * step_s, 2), "step_ms_iqr": [round(1e3 * float(q), 2) for q in np.percentile(timed.times, [25, 75])],
+      "timed_steps": len(timed.times), "gflop_per_step": round(gflop, 3),
+      "gflop_per_s": round(gflop / step_s, 2), "matmul_fraction": round(gflop / step_s / matmul_gflops, 3),
+      "run": {"train_step_s": round(train_s, 1), "outside_s": outside,
+              "outside_share": round(sum(outside.values()) / (train_s + sum(outside.values())), 3),
+              "estimated_wall_s": round(train_s + sum(outside.values()), 1)},
+  }
+
+
+def summary(rows: list[dict]) -> dict:
+  """Per kind (label), the median over its arms of GFLOP/s, matmul fraction and outside share;
+  and MoNE's rate over the dense model's, per recipe."""
+  out = {}
+  for label in dict.fromkeys(r["label"] for r in rows):
+    mine = [r for r in rows if r["label"] == label]
+    out[label] = {"arms": len(mine), "gflop_per_s": round(float(np.median([r["gflop_per_s"] for r in mine])), 2),
+                  "matmul_fraction": round(float(np.median([r["matmul_fraction"] for r in mine])), 3),
+                  "outside_share": round(float(np.median([r["run"]["outside_share"] for r in mine])), 3)}
+  ratios = {}
+  for recipe in dict.fromkeys(r["recipe"] for r in rows):
+    dense = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["kind"] == "vit"]
+    mone = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["kind"] == "mone"]
+    if dense and mone:
+      ratios[recipe] = round(float(np.median(mone)) / dense[0], 3)
+  return {"by_kind": out, "mone_over_dense": ratios}
+
+
+def measure(names=(), rounds: int = 5, steps_per_round: int = 4, log=print) -> dict:
+  """Times the arms named (all by default) as the module docstring says; returns rows, summary
+  and the matmul rates."""
+  chosen = select(names)
+  if rounds < 1 or steps_per_round < 1:
+    raise ValueError(f"--rounds and --steps must be >= 1, got {rounds} and {steps_per_round}")
+  before = matmul_rate()
+  log(f"matmul: {before:.1f} GFLOP/s (multiply-accumulates, {MATMUL_N}^3 float32)")
+  ready = []
+  for i, arm in enumerate(chosen):
+    ready.append(Timed(arm, num_batches=min(steps_per_round, 8), arm_index=i))
+    log(f"{arm.name}: compiled in {ready[-1].compile_s:.1f} s")
+  for r in range(rounds):
+    for timed in ready:
+      timed.run(steps_per_round)
+    log(f"round {r + 1}/{rounds} done")
+  after = matmul_rate()
+  rate = max(before, after)
+  rows = [row(t, rate) for t in ready]
+  for x in rows:
+    log(f"{x['arm']:24s} {x['step_ms']:8.1f} ms/step {x['gflop_per_s']:6.1f} GFLOP/s "
+        f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run")
+  return {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)},
+          "rows": rows, "summary": summary(rows)}
