@@ -75,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
                        "and estimate the share of each run spent outside the step; the model options above do not apply")
   tr.add_argument("--arms", nargs="+", default=None, metavar="ARM",
                   help="only these arms (e.g. image:vit image:mone:0.4; default: all of mone.bench.training.arms())")
+  tr.add_argument("--pair", nargs="+", default=None, metavar="KEY=VALUE",
+                  help="time every arm also with these config overrides, in turns with the arm as it is, and "
+                       "compare the two (e.g. eval_batch_size=100 model.weight_grad=tn)")
   tr.add_argument("--rounds", type=int, default=5, help="turns each arm takes (--training)")
   tr.add_argument("--steps", type=int, default=4, help="steps each arm runs per turn (--training)")
   rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")
@@ -98,8 +101,8 @@ def check(args):
   if args.training and (args.block or args.matmul or args.routing or args.report or args.video_only):
     raise ValueError("--training times the training steps alone; it does not combine with --block, --matmul, "
                      "--routing, --report or --video-only")
-  if not args.training and args.arms:
-    raise ValueError("--arms is an option of --training")
+  if not args.training and (args.arms or args.pair):
+    raise ValueError("--arms and --pair are options of --training")
   if args.block + args.matmul + args.routing > 1:
     raise ValueError("--block, --matmul and --routing time different things; pass one of them")
   if args.video_only and not args.video:
@@ -252,7 +255,7 @@ def main_training(args):
   meta = machine()
   print(f"training throughput on {meta['device']} / {meta['cpu_model']} ({results.usable_cores()} of "
         f"{meta['cores']} cores usable), jax {meta['jax']}, code {meta['code']}, load average {meta['load_avg'][0]:.2f}")
-  out = training.measure(args.arms or (), rounds=args.rounds, steps_per_round=args.steps)
+  out = training.measure(args.arms or (), rounds=args.rounds, steps_per_round=args.steps, pair=args.pair or ())
   results.atomic_write_json(args.json, {
       "machine": {**meta, "cores_used": results.usable_cores(), "load_avg_end": list(os.getloadavg()),
                   "peak_rss_mib": results.peak_rss_mib()},

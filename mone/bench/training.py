@@ -37,13 +37,16 @@ MATMUL_N = 2048
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-  """One arm of the small profile: its name on the command line (`--arms`), and its config's
-  maker (called only when the arm is timed)."""
+  """One arm of the small profile: its name on the command line (`--arms`), its config's maker
+  (called only when the arm is timed) and the 'key=value' overrides it is timed with (`--pair`)."""
   name: str
   make: object  # () -> TrainConfig
+  overrides: tuple = ()
 
   def config(self):
-    return self.make()
+    from mone.configs import schema
+    cfg = self.make()
+    return schema.apply_overrides(cfg, list(self.overrides)) if self.overrides else cfg
 
 
 def arms() -> tuple[Arm, ...]:
@@ -118,8 +121,10 @@ class Timed:
     # Rendering, timed on a few examples (the pipeline's work per batch does not depend on how many
     # the set holds) of a data seed no run uses, so that no arm reads a set an earlier arm rendered
     # (the renderers keep their sets in memory).
-    small = dataclasses.replace(cfg, num_train=max(RENDER_EXAMPLES, cfg.batch_size),
-                                num_test=min(cfg.num_test, RENDER_EXAMPLES), num_val=min(cfg.num_val, RENDER_EXAMPLES))
+    # The test examples evaluation is timed on: whole evaluation batches, so that no padding counts.
+    evals = min(cfg.num_test, cfg.eval_batch_size * max(1, RENDER_EXAMPLES // cfg.eval_batch_size))
+    small = dataclasses.replace(cfg, num_train=max(RENDER_EXAMPLES, cfg.batch_size), num_test=evals,
+                                num_val=min(cfg.num_val, RENDER_EXAMPLES))
     t = time.perf_counter()
     sources.source(dataclasses.replace(small, data_seed=UNUSED_DATA_SEED + arm_index), "train")
     self.render_s_per_example = (time.perf_counter() - t) / small.num_train
@@ -233,7 +238,7 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
   train_s = step_s * timed.total_steps
   kind = kinds.kind_of(cfg)
   return {
-      "arm": timed.arm.name, "recipe": cfg.name, "kind": cfg.kind, "label": kind.label,
+      "arm": timed.arm.name, "overrides": list(timed.arm.overrides), "recipe": cfg.name, "kind": cfg.kind, "label": kind.label,
       "e_c": kind.recorded_e_c(cfg), "allocation": getattr(cfg, "allocation", None),
       "router": cfg.model.router, "batch": cfg.batch_size, "steps": timed.total_steps,
       "step_ms": round(1e3 * step_s, 2), "step_ms_iqr": [round(1e3 * float(q), 2) for q in np.percentile(timed.times, [25, 75])],
@@ -247,7 +252,10 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
 
 def summary(rows: list[dict]) -> dict:
   """Per kind (label), the median over its arms of GFLOP/s, matmul fraction and outside share;
-  and MoNE's rate over the dense model's, per recipe."""
+  and MoNE's rate over the dense model's, per recipe. Rows of one set of overrides only
+  (`paired` compares two)."""
+  if len({tuple(r["overrides"]) for r in rows}) > 1:
+    raise ValueError("summary takes the rows of one set of overrides; split them first")
   out = {}
   for label in dict.fromkeys(r["label"] for r in rows):
     mine = [r for r in rows if r["label"] == label]
@@ -263,10 +271,34 @@ def summary(rows: list[dict]) -> dict:
   return {"by_kind": out, "mone_over_dense": ratios}
 
 
-def measure(names=(), rounds: int = 5, steps_per_round: int = 4, log=print) -> dict:
+def paired(reference: list[dict], variant: list[dict]) -> dict:
+  """Each arm's variant over its reference, timed side by side: the ratio of their step rates
+  (GFLOP/s; > 1: the variant is faster) and of their estimated runs' wall time, per arm and as
+  medians per kind."""
+  per_arm = {}
+  for a, b in zip(reference, variant):
+    assert a["arm"] == b["arm"]
+    per_arm[a["arm"]] = {"label": a["label"], "step_speedup": round(b["gflop_per_s"] / a["gflop_per_s"], 3),
+                         "run_speedup": round(a["run"]["estimated_wall_s"] / b["run"]["estimated_wall_s"], 3)}
+  by_kind = {}
+  for label in dict.fromkeys(v["label"] for v in per_arm.values()):
+    mine = [v for v in per_arm.values() if v["label"] == label]
+    by_kind[label] = {k: round(float(np.median([v[k] for v in mine])), 3) for k in ("step_speedup", "run_speedup")}
+  return {"per_arm": per_arm, "by_kind": by_kind}
+
+
+def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=print) -> dict:
   """Times the arms named (all by default) as the module docstring says; returns rows, summary
-  and the matmul rates."""
+  and the matmul rates. pair: 'key=value' overrides (e.g. eval_batch_size=100): every arm is then
+  timed twice, as it is and with them, in turns, and `paired` compares the two."""
   chosen = select(names)
+  if pair:
+    chosen = tuple(x for a in chosen for x in (a, dataclasses.replace(a, overrides=tuple(pair))))
+    for arm in chosen[1::2]:  # a bad override is a one-line error before anything is timed
+      try:
+        arm.config()
+      except ValueError as e:
+        raise ValueError(f"--pair: {e}") from None
   if rounds < 1 or steps_per_round < 1:
     raise ValueError(f"--rounds and --steps must be >= 1, got {rounds} and {steps_per_round}")
   before = matmul_rate()
@@ -283,7 +315,14 @@ def measure(names=(), rounds: int = 5, steps_per_round: int = 4, log=print) -> d
   rate = max(before, after)
   rows = [row(t, rate) for t in ready]
   for x in rows:
-    log(f"{x['arm']:24s} {x['step_ms']:8.1f} ms/step {x['gflop_per_s']:6.1f} GFLOP/s "
+    log(f"{x['arm'] + (' *' if x['overrides'] else ''):26s} {x['step_ms']:8.1f} ms/step {x['gflop_per_s']:6.1f} GFLOP/s "
         f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run")
-  return {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)},
-          "rows": rows, "summary": summary(rows)}
+  rates = {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)}}
+  if not pair:
+    return {**rates, "rows": rows, "summary": summary(rows)}
+  reference, variant = rows[0::2], rows[1::2]
+  out = {**rates, "rows": rows, "summary": summary(reference), "summary_with_overrides": summary(variant),
+         "paired": paired(reference, variant)}
+  for label, v in out["paired"]["by_kind"].items():
+    log(f"{label}: step {v['step_speedup']:.2f}x, run {v['run_speedup']:.2f}x with {' '.join(pair)} (medians over arms)")
+  return out

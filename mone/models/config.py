@@ -31,6 +31,7 @@ ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
 BARRIERS = ("auto", "on", "off")
 MLPS = ("auto", "xla", "pallas")
 LAYER_LOOPS = ("unroll", "scan")  # `mone.models.layers.run_blocks`
+WEIGHT_GRADS = ("autodiff", "direct")  # `mone.models.layers.linear`
 
 
 def _check_paths(cfg) -> None:
@@ -42,6 +43,8 @@ def _check_paths(cfg) -> None:
     raise ValueError(f"mlp must be one of {MLPS}, got {cfg.mlp!r}")
   if cfg.layer_loop not in LAYER_LOOPS:
     raise ValueError(f"layer_loop must be one of {LAYER_LOOPS}, got {cfg.layer_loop!r}")
+  if cfg.weight_grad not in WEIGHT_GRADS:
+    raise ValueError(f"weight_grad must be one of {WEIGHT_GRADS}, got {cfg.weight_grad!r}")
 
 
 def _added(default):
@@ -127,6 +130,10 @@ class ViTConfig(_Derived):
   # unroll | scan: the encoder's blocks traced one by one, or as one loop over stacked weights
   # (`mone.models.layers.run_blocks`): the same parameters and function, one block to compile.
   layer_loop: str = _added("unroll")
+  # autodiff | direct: how a projection's weight gradient is computed (`mone.models.layers.linear`):
+  # JAX's transpose rule (every committed run's), or one dot contracting the tokens, which XLA:CPU
+  # runs faster. The same function, not the same program: "direct" rounds the last bits differently.
+  weight_grad: str = _added("autodiff")
 
   def __post_init__(self):
     need = _check_common(self, ("image_size", "patch_size", "channels", "width", "depth", "num_heads",
@@ -209,6 +216,7 @@ class ViViTConfig(_Derived):
   grad_barrier: str = _added("auto")
   mlp: str = _added("auto")
   layer_loop: str = _added("unroll")  # the spatial encoder's; the 4 temporal blocks stay unrolled
+  weight_grad: str = _added("autodiff")  # as ViTConfig's (every block's projections, spatial and temporal)
 
   def __post_init__(self):
     _check_paths(self)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import flax.linen as nn
 import numpy as np
 
-from mone.models.config import ATTENTIONS, BARRIERS, LAYER_LOOPS, MLPS
+from mone.models.config import ATTENTIONS, BARRIERS, LAYER_LOOPS, MLPS, WEIGHT_GRADS
 from mone.models.fused_mlp import gelu, nested_mlp
 
 
@@ -139,6 +139,43 @@ def _materialize_bwd(_, g):
 materialize_grad.defvjp(lambda tree: (tree, None), _materialize_bwd)
 
 
+def linear(x, w, weight_grad: str = "autodiff"):
+  """x @ w for tokens x [..., k] and a weight w [k, n]: every projection of a block.
+
+  weight_grad="autodiff" leaves the gradient to JAX's transpose rule, the code every committed run
+  trained with. Its weight gradient reaches XLA:CPU as a dot whose both operands are transposed
+  (the tokens contracted on the left of one and the right of the other, [n, k] out, then
+  transposed), which XLA:CPU hands to Eigen, whose packing of such operands took 22% of a digits64
+  ViT step (perf, one core). "direct" writes the weight gradient as one dot contracting the tokens
+  of x [T, k] and of the output's cotangent [T, n], giving [k, n] as it is stored: the same
+  products summed in another order, so float32 results differ in the last bits only (tested);
+  training steps on one core 1.2-1.4x faster (`python -m mone.bench --training --pair
+  model.weight_grad=direct`)."""
+  if weight_grad not in WEIGHT_GRADS:
+    raise ValueError(f"weight_grad must be one of {WEIGHT_GRADS}, got {weight_grad!r}")
+  return x @ w if weight_grad == "autodiff" else _direct_linear(x, w)
+
+
+@jax.custom_vjp
+def _direct_linear(x, w):
+  return x @ w
+
+
+def _direct_linear_fwd(x, w):
+  return x @ w, (x, w)
+
+
+def _direct_linear_bwd(res, g):
+  x, w = res
+  k, n = w.shape
+  tokens = (((0,), (0,)), ((), ()))  # contract the tokens of both: [T, k] x [T, n] -> [k, n]
+  dw = jax.lax.dot_general(x.reshape(-1, k), g.reshape(-1, n), tokens).astype(w.dtype)
+  return (g @ w.T).astype(x.dtype), dw
+
+
+_direct_linear.defvjp(_direct_linear_fwd, _direct_linear_bwd)
+
+
 def split_groups(x, counts):
   """x [B, N, ...] split along tokens into consecutive groups of counts[g] tokens."""
   return jnp.split(x, np.cumsum(counts)[:-1], axis=1)
@@ -171,6 +208,7 @@ class Block(nn.Module):
   grad_barrier: str = "auto"  # `resolve_barrier`
   backend: str | None = None  # what "auto" resolves for; None: `default_backend()` when traced
   mlp: str = "auto"           # `resolve_mlp`
+  weight_grad: str = "autodiff"  # `linear`
 
   @nn.compact
   def __call__(self, hs, widths, mults=None):
@@ -203,7 +241,8 @@ class Block(nn.Module):
     # sum) as a slow strided copy per consumer. Same values, ~10% off a MoNE training step
     # (ViT-S/16, CPU).
     fence = materialize_grad if len(hs) > 1 and barrier else (lambda t: t)
-    qkv = fence(jnp.concatenate([layer_norm(h, ln1_s[:d], ln1_b[:d]) @ nested("qkv_kernel", w_qkv, d, 0) + b_qkv
+    mm = lambda x, w: linear(x, w, self.weight_grad)
+    qkv = fence(jnp.concatenate([mm(layer_norm(h, ln1_s[:d], ln1_b[:d]), nested("qkv_kernel", w_qkv, d, 0)) + b_qkv
                                  for h, d in zip(hs, widths)], axis=1))  # [B, N, 3D]
     qkv = qkv.reshape(*qkv.shape[:2], 3, H, D // H)  # [B, N, 3, H, c]
     if impl == "xla":
@@ -213,7 +252,7 @@ class Block(nn.Module):
       q, k, v = (qkv[:, :, i] for i in range(3))  # [B, N, H, c] each: slices, no transpose
       att = dot_product_attention(q, k, v, "cudnn" if impl == "cudnn" else None)
     att = fence(att.reshape(*att.shape[:2], D))  # [B, N, D]
-    zs = [h + a @ nested("out_kernel", w_o, d, 1) + b_o[:d]
+    zs = [h + mm(a, nested("out_kernel", w_o, d, 1)) + b_o[:d]
           for h, a, d in zip(hs, split_groups(att, [h.shape[1] for h in hs]), widths)]
 
     # MLP: hidden width is always M = 4D; only the in- and out-projections are sliced.
@@ -223,8 +262,8 @@ class Block(nn.Module):
         y = nested_mlp(layer_norm(z, ln2_s[:d], ln2_b[:d]), nested("mlp1_kernel", w1, d, 0), b1,
                        nested("mlp2_kernel", w2, d, 1), b2[:d], interpret=backend == "cpu")
       else:
-        y = gelu(layer_norm(z, ln2_s[:d], ln2_b[:d]) @ nested("mlp1_kernel", w1, d, 0) + b1)
-        y = y @ nested("mlp2_kernel", w2, d, 1) + b2[:d]
+        y = gelu(mm(layer_norm(z, ln2_s[:d], ln2_b[:d]), nested("mlp1_kernel", w1, d, 0)) + b1)
+        y = mm(y, nested("mlp2_kernel", w2, d, 1)) + b2[:d]
       if mults is not None:
         y = y * mults[g][..., None]
       outs.append(z + y)
@@ -241,15 +280,17 @@ def cast_floating(tree, dtype):
 
 
 def block_class(remat: bool = False, attention: str = "auto", grad_barrier: str = "auto", backend: str | None = None,
-                mlp: str = "auto"):
+                mlp: str = "auto", weight_grad: str = "autodiff"):
   """`Block`, or (remat=True) `Block` rematerialised: its activations are recomputed in the
   backward pass instead of kept from the forward one, so a training step holds one block's
   activations at a time rather than every block's (more compute, less memory). The widths
   (argument 2, counting self) are static: they decide the slicing. Parameters are unchanged.
   attention, grad_barrier, mlp: the block's implementations (`resolve_attention`, `resolve_barrier`,
-  `resolve_mlp`), "auto" resolved for `backend` (None: the one jax runs on, `default_backend`)."""
+  `resolve_mlp`), "auto" resolved for `backend` (None: the one jax runs on, `default_backend`);
+  weight_grad: how its projections' weight gradients are computed (`linear`)."""
   cls = nn.remat(Block, static_argnums=(2,)) if remat else Block
-  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, mlp=mlp, **kw)
+  return lambda *args, **kw: cls(*args, attention=attention, grad_barrier=grad_barrier, backend=backend, mlp=mlp,
+                                 weight_grad=weight_grad, **kw)
 
 
 # "scan" compiles one block instead of `depth` (big_vision scans its encoder for the same reason);
@@ -297,6 +338,7 @@ class PatchConv(nn.Module):
   computed as what it is, one matmul over flattened patches: ~1.3x faster on the CPU."""
   features: int
   patch: int
+  weight_grad: str = "autodiff"  # `linear`
 
   @nn.compact
   def __call__(self, images):
@@ -305,7 +347,7 @@ class PatchConv(nn.Module):
     kernel = self.param("kernel", nn.initializers.lecun_normal(), (p, p, c, self.features))
     bias = self.param("bias", nn.initializers.zeros, (self.features,))
     x = images.reshape(b, h // p, p, w // p, p, c).transpose(0, 1, 3, 2, 4, 5)  # [B, h, w, p, p, C]
-    return x.reshape(b, -1, p * p * c) @ kernel.reshape(-1, self.features) + bias
+    return linear(x.reshape(b, -1, p * p * c), kernel.reshape(-1, self.features), self.weight_grad) + bias
 
 
 def head_kernel_init(zero: bool):

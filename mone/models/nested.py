@@ -97,7 +97,7 @@ bounded_alpha.defvjp(_bounded_alpha_fwd, _bounded_alpha_bwd)
 def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None, drop_smallest=False,
            patch_order=True, width, depth, num_heads, mlp_dim, num_experts=4, router_layers=(0,),
            router="learned", alpha_bounded=True, remat=False, attention="auto", grad_barrier="auto",
-           backend=None, mlp="auto", layer_loop="unroll"):
+           backend=None, mlp="auto", layer_loop="unroll", weight_grad="autodiff"):
   """The nested-expert layers, run inside `module`'s compact method: its parameters
   ('block_{l}', 'router_{r}', 'alpha') are created in `module`'s own scope, which keeps the
   models' parameter names (and every committed checkpoint) as they were.
@@ -112,7 +112,8 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   patch_order=False returns x in the last router's expert order, which saves a gather before a
   permutation-invariant pooling. remat=True rematerialises every block (`layers.block_class`).
   attention, grad_barrier, mlp: the blocks' implementations, "auto" resolved for backend (None:
-  the one jax runs on; see `mone.models.layers`). layer_loop: "unroll" or "scan" the blocks
+  the one jax runs on; see `mone.models.layers`); weight_grad: how the blocks' weight gradients are
+  computed (`layers.linear`). layer_loop: "unroll" or "scan" the blocks
   between two routers (`layers.run_blocks`: the same parameters, one block compiled).
   Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
   'router_logits' and 'router_probs' (their softmax over experts) [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
@@ -120,7 +121,7 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   if router not in ROUTERS:
     raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
   D, widths = width, capacity_lib.expert_widths(width, num_experts)
-  blocks = [block_class(remat, attention, grad_barrier, backend, mlp)(D, num_heads, mlp_dim, name=f"block_{l}")
+  blocks = [block_class(remat, attention, grad_barrier, backend, mlp, weight_grad)(D, num_heads, mlp_dim, name=f"block_{l}")
             for l in range(depth)]
   pre, pre_w = ([], ()) if full is None else ([full], (D,))
   if capacities is None:
@@ -161,7 +162,7 @@ def fields(cfg) -> dict:
   return dict(width=cfg.width, depth=cfg.depth, num_heads=cfg.num_heads, mlp_dim=cfg.mlp_dim,
               num_experts=cfg.num_experts, router_layers=cfg.router_layers, router=cfg.router,
               alpha_bounded=cfg.alpha_bounded, attention=cfg.attention, grad_barrier=cfg.grad_barrier,
-              mlp=cfg.mlp, layer_loop=cfg.layer_loop)
+              mlp=cfg.mlp, layer_loop=cfg.layer_loop, weight_grad=cfg.weight_grad)
 
 
 class NestedEncoder(nn.Module):
@@ -188,6 +189,7 @@ class NestedEncoder(nn.Module):
   backend: str | None = None
   mlp: str = "auto"
   layer_loop: str = "unroll"  # or "scan": one block compiled (`mone.models.layers.run_blocks`)
+  weight_grad: str = "autodiff"  # or "direct" (`mone.models.layers.linear`)
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):
@@ -201,4 +203,4 @@ class NestedEncoder(nn.Module):
                   mlp_dim=self.mlp_dim, num_experts=self.num_experts, router_layers=tuple(self.router_layers),
                   router=self.router, alpha_bounded=self.alpha_bounded, remat=self.remat,
                   attention=self.attention, grad_barrier=self.grad_barrier, backend=self.backend, mlp=self.mlp,
-                  layer_loop=self.layer_loop)
+                  layer_loop=self.layer_loop, weight_grad=self.weight_grad)

@@ -30,7 +30,7 @@ class PatchEmbed(nn.Module):
       raise ValueError(f"images must have shape [batch, {want[0]}, {want[1]}, {want[2]}] for "
                        f"config {cfg.name} (image_size={cfg.image_size}, channels={cfg.channels}); "
                        f"got {tuple(images.shape)}")
-    x = PatchConv(cfg.width, cfg.patch_size, name="conv")(images)  # [B, N, D], row-major patch order
+    x = PatchConv(cfg.width, cfg.patch_size, cfg.weight_grad, name="conv")(images)  # [B, N, D], row-major patch order
     pos = self.param("pos_embedding", nn.initializers.normal(stddev=cfg.width ** -0.5),
                      (1, cfg.num_tokens, cfg.width))
     return x + pos
@@ -89,7 +89,7 @@ class MoD(nn.Module):
     k = mod_tokens(cfg)
     aux = {"selected": []}
     for l in range(cfg.depth):
-      block = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend, cfg.mlp)(
+      block = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend, cfg.mlp, cfg.weight_grad)(
           cfg.width, cfg.num_heads, cfg.mlp_dim, name=f"block_{l}")
       if l % 2 == 0:
         (x,) = block([x], (cfg.width,))

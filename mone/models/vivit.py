@@ -111,7 +111,7 @@ class ViViT(nn.Module):
                        (1, nt + 1, D))
     h = jnp.concatenate([jnp.broadcast_to(t_cls, (frames.shape[0], 1, D)), frames], axis=1) + t_pos
     for l in range(cfg.temporal_depth):
-      (h,) = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend, cfg.mlp)(
+      (h,) = block_class(self.remat, cfg.attention, cfg.grad_barrier, self.backend, cfg.mlp, cfg.weight_grad)(
           D, cfg.num_heads, cfg.mlp_dim, name=f"temporal_block_{l}")([h], (D,))
     return ClsHead(cfg.num_classes, cfg.head_zeroinit, name="head")(h), aux  # [B, num_classes]
 
