@@ -162,6 +162,7 @@ figures: $(EXECUTED)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters claims book/seed_plan_changes.md --results results/five_seeds --compare results/three_seeds --kind trained --compare-figure results/seed_plan_changes.png --labels '3 seeds' '5 seeds')
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters readout book/ten_seed_readout.md --plan results/seed_plan_10.json --figure results/ten_seeds.png)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters devices book/devices.md)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters throughput book/training_throughput.md)
 
 # In order: a chapter reuses the runs of the chapters before it.
 $(foreach i,$(shell seq 2 $(words $(CHAPTERS))),$(eval $(word $(i),$(EXECUTED)): | $(word $(shell expr $(i) - 1),$(EXECUTED))))

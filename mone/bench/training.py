@@ -22,13 +22,21 @@ What is timed, in one process, so that every number shares the machine's state:
   every evaluation point on the test and validation splits (per-example time measured at the curve
   point, scaled to each point by its forward FLOPs), and checkpoints (every checkpoint_every steps).
 
-The rows are estimates of a run from measured parts, not a run: `mone.train.loop` records a real
-run's `time_split` in its run file.
+The rows are estimates of a run from measured parts, not a run.
 """
 import dataclasses
+import tempfile
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import orbax.checkpoint as ocp
+
+from mone.configs import profiles, schema
+from mone.data import pipeline, sources
+from mone.models import kinds
+from mone.train import checkpoints, evaluation, loop, sharding, steps
 
 RENDER_EXAMPLES = 1024  # examples rendered to time a dataset's rendering per example
 UNUSED_DATA_SEED = 10_000  # + the arm's index: the data seeds rendering is timed with
@@ -44,7 +52,6 @@ class Arm:
   overrides: tuple = ()
 
   def config(self):
-    from mone.configs import schema
     cfg = self.make()
     return schema.apply_overrides(cfg, list(self.overrides)) if self.overrides else cfg
 
@@ -53,8 +60,6 @@ def arms() -> tuple[Arm, ...]:
   """The small profile's arms, as its ten-seed plan trains them: the images (Figure 3's ViT,
   MatViT, MoD, MoNE at each e_c and the random router), the temporal and appearance videos
   (Figure 4) and Table 1's allocations."""
-  from mone.configs import profiles
-
   image = lambda **kw: (lambda: profiles.image_config("small", **kw))
   mone_image = lambda e_c, **kw: (lambda: profiles.mone_config("small", e_c, **kw))
   video = lambda task, **kw: (lambda: profiles.video_config("small", task, **kw))
@@ -86,7 +91,6 @@ def select(names) -> tuple[Arm, ...]:
 
 
 def _median_s(fn, reps: int) -> float:
-  import jax
   times = []
   for _ in range(reps):
     t = time.perf_counter()
@@ -98,8 +102,6 @@ def _median_s(fn, reps: int) -> float:
 def matmul_rate(n: int = MATMUL_N, reps: int = 7) -> float:
   """GFLOP/s of an n x n x n float32 matmul, counting a multiply-accumulate as one FLOP (as
   `mone.flops` counts the models): the machine's own rate for the arithmetic the step is made of."""
-  import jax
-  import jax.numpy as jnp
   a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
   b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
   f = jax.jit(jnp.matmul)
@@ -111,11 +113,6 @@ class Timed:
   """One arm made ready to time: its config, model, state, jitted step and a few real batches."""
 
   def __init__(self, arm: Arm, num_batches: int, arm_index: int = 0):
-    import jax
-    import jax.numpy as jnp
-    from mone.data import pipeline, sources
-    from mone.train import evaluation, sharding, steps
-
     self.arm, cfg = arm, arm.config()
     self.cfg = cfg
     # Rendering, timed on a few examples (the pipeline's work per batch does not depend on how many
@@ -159,7 +156,6 @@ class Timed:
   def _batch_s(self, src) -> float:
     """Median host seconds of one training batch: the pipeline drained with nothing else running,
     so that its prefetch thread (one batch ahead) is the bottleneck and each batch waits for it."""
-    from mone.data import pipeline
     gen = pipeline.train_batches(src, self.cfg.batch_size, self.cfg.seed + 1, num_steps=9,
                                  num_classes=self.cfg.model.num_classes, prefetch=1)
     times, it = [], iter(gen)
@@ -172,8 +168,6 @@ class Timed:
 
   def run(self, n: int) -> None:
     """n steps on the arm's batches in turn, each waited for."""
-    import jax
-    from mone.train import steps
     for i in range(n):
       step, feed = self.feeds[i % len(self.feeds)]
       t = time.perf_counter()
@@ -183,7 +177,6 @@ class Timed:
 
   def outside(self) -> dict:
     """Seconds of a full run spent outside the step, by part (see the module docstring)."""
-    from mone.train import evaluation, loop, steps
     cfg = self.cfg
     e_c, width = evaluation.curve_point(cfg)
     evaluate = lambda: evaluation.evaluate(cfg, self.model, self.state["params"], self.test_src, e_c=e_c,
@@ -211,9 +204,6 @@ class Timed:
 
   def _checkpoint_s(self) -> float:
     """Seconds of one synchronous save of the state, as the loop saves it (the second of two saves)."""
-    import tempfile
-    import orbax.checkpoint as ocp
-    from mone.train import checkpoints
     with tempfile.TemporaryDirectory() as d:
       mngr = checkpoints.manager(d, self.cfg)
       took = []
@@ -229,8 +219,6 @@ class Timed:
 
 def row(timed: Timed, matmul_gflops: float) -> dict:
   """The arm's JSON row: its step, its rate, and its estimated run (see the module docstring)."""
-  from mone.models import kinds
-  from mone.train import steps
   cfg = timed.cfg
   step_s = float(np.median(timed.times))
   gflop = 3 * steps.train_step_gflops(cfg) * cfg.batch_size  # forward + backward, as train_gflops counts
@@ -239,10 +227,11 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
   kind = kinds.kind_of(cfg)
   return {
       "arm": timed.arm.name, "overrides": list(timed.arm.overrides), "recipe": cfg.name, "kind": cfg.kind, "label": kind.label,
-      "e_c": kind.recorded_e_c(cfg), "allocation": getattr(cfg, "allocation", None),
+      "e_c": kind.recorded_e_c(cfg), "routed": kind.routed, "dense": type(kind) is kinds.Kind,
+      "allocation": getattr(cfg, "allocation", None),
       "router": cfg.model.router, "batch": cfg.batch_size, "steps": timed.total_steps,
       "step_ms": round(1e3 * step_s, 2), "step_ms_iqr": [round(1e3 * float(q), 2) for q in np.percentile(timed.times, [25, 75])],
-      "timed_steps": len(timed.times), "gflop_per_step": round(gflop, 3),
+      "timed_steps": len(timed.times), "gflop_per_step": round(gflop, 6),
       "gflop_per_s": round(gflop / step_s, 2), "matmul_fraction": round(gflop / step_s / matmul_gflops, 3),
       "run": {"train_step_s": round(train_s, 1), "outside_s": outside,
               "outside_share": round(sum(outside.values()) / (train_s + sum(outside.values())), 3),
@@ -264,8 +253,8 @@ def summary(rows: list[dict]) -> dict:
                   "outside_share": round(float(np.median([r["run"]["outside_share"] for r in mine])), 3)}
   ratios = {}
   for recipe in dict.fromkeys(r["recipe"] for r in rows):
-    dense = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["kind"] == "vit"]
-    mone = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["kind"] == "mone"]
+    dense = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["dense"]]
+    mone = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["routed"]]
     if dense and mone:
       ratios[recipe] = round(float(np.median(mone)) / dense[0], 3)
   return {"by_kind": out, "mone_over_dense": ratios}

@@ -6,6 +6,7 @@ file written outside a notebook::
   claims OUT --compare OLD_RESULTS [--kind K] [--compare-figure PNG --labels BEFORE AFTER]
                                                             the verdicts that changed between two results folders
   devices OUT                                               the device-effect page (book/devices.md)
+  throughput OUT                                            the training-throughput page (book/training_throughput.md)
   readout OUT --plan PLAN [--figure PNG]                    a seed plan's frozen claims: as planned, as
                                                             expected and as its seeds decide them
   headlines                                                 every headline claim of the finished runs
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import (calibration, claim_plots, claims, devices, experiments, headlines, pages, plan,
-                           plan_readout, preregistration, seed_plans, significance, verdicts)
+                           plan_readout, preregistration, seed_plans, significance, training_speed, verdicts)
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -189,6 +190,11 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("out", help="the Markdown page to write, e.g. book/devices.md")
   p.add_argument("--results", default=None, help=results_help)
   p.set_defaults(run=devices_command)
+
+  p = sub.add_parser("throughput", help="the training-throughput page, from results/bench/cpu-training.json",
+                     description="The training-throughput page, from the committed benchmark file.")
+  p.add_argument("out", help="the Markdown page to write, e.g. book/training_throughput.md")
+  p.set_defaults(run=lambda args: training_speed.write_page(args.out))
 
   p = sub.add_parser("readout", help="a seed plan's frozen claims: as planned, as expected, as decided",
                      description=plan_readout.__doc__.split("\n\n")[0])

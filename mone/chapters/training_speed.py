@@ -1,0 +1,206 @@
+"""Training throughput on one CPU core (chapter 08's section on it): the committed
+`python -m mone.bench --training` files (`mone.bench.training`), read as committed and never rewritten
+by any profile, as tables, a figure and the checks of the throughput targets.
+
+A file measured with `--pair` holds every arm twice, timed in turns in one process: as the small
+profile trained it (the reference) and with the pair's config overrides (the faster settings a new
+profile can take). Its reference rows are the baseline the targets are measured against.
+"""
+import os
+from pathlib import Path
+
+import numpy as np
+
+from mone import results
+from mone.chapters import plots
+from mone.models import kinds
+
+FILE = "cpu-training.json"
+TARGET_STEP_SPEEDUP = 2.0      # every kind's step, GFLOP/s against its reference
+TARGET_MONE_OVER_DENSE = 0.8   # MoNE's GFLOP/s per core over the dense model's on the same recipe
+TARGET_IMAGE_RUN_S = 25 * 60   # a full headline image run (8,000 steps) on one core
+
+
+def throughput(name: str = FILE) -> dict | None:
+  """The committed benchmark file results/bench/<name>, or None where none is committed."""
+  path = results.RESULTS / "bench" / name
+  return results.read_json(path) if path.exists() else None
+
+
+def split(doc: dict) -> tuple[list[dict], list[dict]]:
+  """(reference rows, rows with the pair's overrides) of a file; the second is empty without --pair."""
+  rows = doc["rows"]
+  return [r for r in rows if not r.get("overrides")], [r for r in rows if r.get("overrides")]
+
+
+def header(doc: dict) -> list[str]:
+  """Where and how the file was measured, in a few lines."""
+  m, args = doc["machine"], doc["args"]
+  pair = " ".join(args.get("pair") or [])
+  cmd = "python -m mone.bench --training" + (f" --pair {pair}" if pair else "") + \
+      f" --rounds {args['rounds']} --steps {args['steps']}"
+  mm = doc["matmul_gflop_per_s"]
+  return [f"measured on {m['date'][:10]} on one core ({m.get('cores_used') or m['cores']} of {m['cores']}, pinned) "
+          f"of an {m['cpu_model']}, jax {m['jax']}: `taskset -c 0 {cmd}`",
+          f"float32 matmul ({2048}^3, timed before and after the steps): {mm['before']:.1f} and {mm['after']:.1f} "
+          f"GFLOP/s; rates below are fractions of {mm['used']:.1f} (FLOPs counted as multiply-accumulates, "
+          f"as mone.flops and the paper count them)"]
+
+
+def _cells(r: dict) -> list[str]:
+  return [f"{r['step_ms']:.0f}", f"{r['gflop_per_s']:.1f}", f"{100 * r['matmul_fraction']:.0f}%",
+          f"{100 * r['run']['outside_share']:.0f}%", f"{r['run']['estimated_wall_s'] / 60:.0f}"]
+
+
+COLUMNS = ["ms per step", "GFLOP/s", "share of the matmul rate", "run outside the step", "run, minutes"]
+
+
+def table(doc: dict) -> list[str]:
+  """A Markdown table, one row per arm: its step and estimated run as the profile trained it, and
+  with the pair's overrides beside it, with the speed-ups."""
+  ref, fast = split(doc)
+  head = ["arm", *COLUMNS]
+  if fast:
+    head += [f"{c}, faster settings" for c in COLUMNS] + ["step speed-up", "run speed-up"]
+  lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for i, r in enumerate(ref):
+    cells = [r["arm"], *_cells(r)]
+    if fast:
+      f = fast[i]
+      cells += [*_cells(f), f"{f['gflop_per_s'] / r['gflop_per_s']:.2f}x",
+                f"{r['run']['estimated_wall_s'] / f['run']['estimated_wall_s']:.2f}x"]
+    lines.append("| " + " | ".join(cells) + " |")
+  return lines
+
+
+def outside_line(doc: dict) -> str:
+  """What 'outside the step' is made of, for the arm where it weighs most."""
+  ref, _ = split(doc)
+  worst = max(ref, key=lambda r: r["run"]["outside_share"])
+  parts = ", ".join(f"{k[:-2].replace('_', ' ')} {v / 60:.1f} min" for k, v in worst["run"]["outside_s"].items())
+  return (f"Outside the step weighs most in {worst['arm']} ({100 * worst['run']['outside_share']:.0f}% of its "
+          f"run as the profile trains it): {parts}.")
+
+
+def _dense(row: dict) -> bool:
+  """Whether a row times the dense model (ViT, ViViT): the base kind, which the others extend."""
+  return type(kinds.of_run(row)) is kinds.Kind
+
+
+def targets(doc: dict) -> list[str]:
+  """The throughput targets, each measured (medians over the recipe mix, the pair in one sitting)."""
+  ref, fast = split(doc)
+  now = fast or ref
+  out = []
+  if fast:
+    by = doc["paired"]["by_kind"]
+    worst = min(by, key=lambda k: by[k]["step_speedup"])
+    ok = all(v["step_speedup"] >= TARGET_STEP_SPEEDUP for v in by.values())
+    out.append(f"every kind's step >= {TARGET_STEP_SPEEDUP:g}x its reference GFLOP/s: {'met' if ok else 'not met'} ("
+               + ", ".join(f"{k} {v['step_speedup']:.2f}x" for k, v in by.items()) + f"; lowest {worst})")
+  ratios = {}
+  for recipe in dict.fromkeys(r["recipe"] for r in now):
+    dense = [r["gflop_per_s"] for r in now if r["recipe"] == recipe and _dense(r)]
+    mone = [r["gflop_per_s"] for r in now if r["recipe"] == recipe and kinds.of_run(r).routed]
+    if dense and mone:
+      ratios[recipe] = float(np.median(mone)) / dense[0]
+  ok = all(v >= TARGET_MONE_OVER_DENSE for v in ratios.values())
+  out.append(f"MoNE's GFLOP/s within {TARGET_MONE_OVER_DENSE:g}x of the dense model's on its recipe: "
+             f"{'met' if ok else 'not met'} (" + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + ")")
+  image = [r for r in now if r["recipe"] == "digits64" and (_dense(r) or kinds.of_run(r).routed)]
+  slowest = max(image, key=lambda r: r["run"]["estimated_wall_s"], default=None)
+  if slowest:
+    ok = slowest["run"]["estimated_wall_s"] <= TARGET_IMAGE_RUN_S
+    out.append(f"a full image run (8,000 steps) under {TARGET_IMAGE_RUN_S // 60} minutes on one core: "
+               f"{'met' if ok else 'not met'} (slowest ViT/MoNE arm {slowest['arm']}: "
+               f"{slowest['run']['estimated_wall_s'] / 60:.0f} min estimated)")
+  return out
+
+
+def figure(doc: dict):
+  """Each arm's training-step GFLOP/s, as the profile trains and with the pair's overrides, against
+  the matmul rate (the dashed line): how much of the machine's arithmetic a step turns into training."""
+  import matplotlib.pyplot as plt
+  ref, fast = split(doc)
+  y = np.arange(len(ref))
+  fig, ax = plt.subplots(figsize=(9, 0.36 * len(ref) + 1.6))
+  h = 0.4 if fast else 0.7
+  ax.barh(y - (h / 2 if fast else 0), [r["gflop_per_s"] for r in ref], height=h, color="0.6",
+          label="as the small profile trains")
+  if fast:
+    ax.barh(y + h / 2, [r["gflop_per_s"] for r in fast], height=h, color="tab:blue",
+            label="with " + " ".join(fast[0]["overrides"]))
+  rate = doc["matmul_gflop_per_s"]["used"]
+  ax.axvline(rate, color="k", ls="--", lw=1, label=f"a float32 matmul: {rate:.0f} GFLOP/s")
+  ax.set_yticks(y, [r["arm"] for r in ref], fontsize=11)
+  ax.invert_yaxis()
+  ax.set_xlabel("training step, GFLOP/s on one core (multiply-accumulates)", fontsize=12)
+  ax.tick_params(axis="x", labelsize=11)
+  ax.grid(alpha=0.3, axis="x")
+  ax.legend(loc="center right", fontsize=11, framealpha=0.95)
+  fig.tight_layout()
+  return fig
+
+
+FIGURE = "training_throughput.png"  # under the results folder, beside the book's other generated figures
+
+
+def page(doc: dict | None, image: str | None) -> str:
+  """The book's page on training throughput (Markdown), from a benchmark file (None: none committed)."""
+  title = "# Training throughput on one CPU core\n\n"
+  if doc is None:
+    return title + f"No training-throughput file is committed (results/bench/{FILE}).\n"
+  _, fast = split(doc)
+  intro = (
+      "Every run of the small profile trains on one pinned CPU core, so how much training a core-hour buys "
+      "decides how many seeds, and how many steps per run, the profile can afford. This page times the training "
+      "step of each arm of the ten-seed plan in one process, the arms taking turns, beside a large float32 matmul: "
+      "the step's rate is the FLOPs it trains per second, also as a share of the matmul rate, the fastest this "
+      "core multiplies. Each arm's full run is estimated from measured parts beside the step: rendering its data, "
+      "compiling, preparing batches, the learning curve's evaluations, the final evaluation at every point it "
+      "reports, and checkpoints (`mone.bench.training`). Generated by `python -m mone.chapters throughput` from "
+      f"`results/bench/{FILE}`.\n\n")
+  body = "".join(f"- {line}\n" for line in header(doc))
+  if fast:
+    body += (f"- the left columns are the arms as the small profile trains them; the right ones the same arms "
+             f"with the faster settings `{' '.join(fast[0]['overrides'])}`, timed in turns with them\n")
+  body += "\n" + "\n".join(table(doc)) + "\n\n" + outside_line(doc) + "\n\n## The targets\n\n"
+  body += "".join(f"- {line}\n" for line in targets(doc))
+  if image:
+    body += f"\n![Each arm's training step against the matmul rate]({image})\n"
+  return title + intro + body + "\n" + BOUNDS
+
+
+# What bounds the step: the mechanisms; the measured numbers are in the table above.
+BOUNDS = """## What bounds the step
+
+**The faster settings.** `model.weight_grad=direct` computes each projection's weight gradient as one dot
+contracting the tokens (`mone.models.layers.linear`); the gradient JAX derives reaches XLA:CPU as a dot with both
+operands transposed, which XLA:CPU runs on a slow path. The function is the same and only the last bits of the
+sums differ (tests/models/test_weight_grad.py), so the setting changes a run's identity (its config hash) and is
+left off in the profile the chapters read: its runs keep their numbers. `eval_batch_size=100` evaluates in batches
+whose activations stay closer to the core; every evaluation split of the profile is a multiple of 100, so no
+example is padded.
+
+**What is left.** A dense step keeps most of its time in matmuls and in the elementwise work between them
+(LayerNorm, GELU, softmax, residuals), which reads and writes activations larger than the core's cache. MoNE's
+nested experts are narrow matmuls (an inner dimension of 16, 32 or 64 in the small profile) that run far below
+the wide ones' rate per FLOP, and its routing, the gathers into expert order and the attention at full width
+cost time that does not shrink with e_c: that is why MoNE trains fewer FLOPs per second than the dense model on
+every recipe.
+"""
+
+
+def write_page(out, name: str = FILE) -> None:
+  """Writes the page to `out`, and its figure under results/, each only where it would change."""
+  doc = throughput(name)
+  image = None
+  if doc is not None:
+    png = results.RESULTS / FIGURE
+    plots.theme()
+    plots.save_png(figure(doc), png, dpi=110)
+    image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
+  text = page(doc, image)
+  path = Path(out)
+  if not path.exists() or path.read_text() != text:
+    results.atomic_write_text(path, text)

@@ -1,0 +1,73 @@
+"""The training-throughput benchmark (mone.bench.training): what it times, its rows' arithmetic and its
+errors. No timing claims: speed is read from its JSON, never asserted in a test."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from mone import results
+from mone.bench import cli, training
+from mone.configs import profiles
+
+
+def test_the_arms_are_the_ten_seed_plans_arms():
+  """Every arm is a config of the ten-seed plan: at the plan's seeds, the arms' run files are the
+  plan's, one for one (the benchmark times what the plan trains)."""
+  plan = results.read_json(results.REPO / "results" / "seed_plan_10.json")
+  planned = {r["run_file"] for r in plan["runs"]}
+  timed = set()
+  for arm in training.arms():
+    cfg = arm.config()
+    for seed in plan["seeds"]:
+      c = dataclasses.replace(cfg, seed=seed)
+      timed.add(f"{c.name}-{c.kind}-{results.config_hash(c)}.json")
+  assert timed == planned
+  assert len({a.name for a in training.arms()}) == len(training.arms())
+
+
+def test_an_unknown_arm_is_refused_with_the_arms_listed():
+  with pytest.raises(ValueError, match=r"unknown arm\(s\) \['image:nope'\].*image:vit"):
+    training.select(["image:nope"])
+  assert [a.name for a in training.select(["temporal:vit", "image:vit"])] == ["temporal:vit", "image:vit"]
+
+
+def test_training_options_are_refused_where_they_do_not_apply(capsys):
+  with pytest.raises(SystemExit):
+    cli.main(["--arms", "image:vit"])
+  assert "--arms and --pair are options of --training" in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    cli.main(["--training", "--block"])
+  assert "--training times the training steps alone" in capsys.readouterr().err
+
+
+def test_a_timed_arm_gives_a_row_whose_numbers_agree(monkeypatch):
+  """A smoke-profile ViT and MoNE through the benchmark's code: the rates follow from the step time
+  and the FLOPs, the run estimate from its parts, and the summary from the rows."""
+  monkeypatch.setattr(training, "RENDER_EXAMPLES", 64)
+  arms = [training.Arm("smoke:vit", lambda: profiles.image_config("smoke", kind="vit")),
+          training.Arm("smoke:mone", lambda: profiles.mone_config("smoke", 0.4))]
+  timed = [training.Timed(a, num_batches=2, arm_index=i) for i, a in enumerate(arms)]
+  for t in timed:
+    t.run(3)
+    assert len(t.times) == 3 and t.compile_s > 0 and t.data_s > 0
+  rows = [training.row(t, matmul_gflops=50.0) for t in timed]
+  for r in rows:
+    assert np.isclose(r["gflop_per_s"], r["gflop_per_step"] / (r["step_ms"] / 1e3), rtol=1e-2)
+    assert np.isclose(r["matmul_fraction"], r["gflop_per_s"] / 50.0, atol=2e-3)
+    parts = r["run"]["outside_s"]
+    assert set(parts) == {"render_s", "compile_s", "data_s", "curve_eval_s", "final_eval_s", "checkpoint_s"}
+    assert all(v >= 0 for v in parts.values()) and parts["compile_s"] > 0
+    assert np.isclose(r["run"]["estimated_wall_s"], r["run"]["train_step_s"] + sum(parts.values()), atol=0.2)
+    assert 0 < r["run"]["outside_share"] < 1
+  assert [(r["kind"], r["label"], r["e_c"]) for r in rows] == [("vit", "ViT", None), ("mone", "MoNE", 0.4)]
+  s = training.summary(rows)
+  assert s["by_kind"]["MoNE"]["gflop_per_s"] == rows[1]["gflop_per_s"]
+  assert s["mone_over_dense"][rows[0]["recipe"]] == round(rows[1]["gflop_per_s"] / rows[0]["gflop_per_s"], 3)
+  json.dumps(rows)  # the rows go into the JSON as they are
+
+
+def test_the_matmul_rate_counts_multiply_accumulates():
+  """n^3 multiply-accumulates over the median time: a rate of the same unit as `mone.flops`'s."""
+  rate = training.matmul_rate(n=256, reps=3)
+  assert 0.1 < rate < 1e4

@@ -1,0 +1,64 @@
+"""The training-throughput page (mone.chapters.training_speed): its table, its targets and its figure,
+from a paired benchmark file built here, so that every number on the page can be checked against it."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+from mone.chapters import training_speed  # noqa: E402
+
+
+def _row(arm, recipe, kind, label, gflops, step_ms, wall_s, overrides=()):
+  return {"arm": arm, "recipe": recipe, "kind": kind, "label": label, "overrides": list(overrides),
+          "step_ms": step_ms, "gflop_per_s": gflops, "matmul_fraction": gflops / 70.0,
+          "run": {"outside_share": 0.1, "estimated_wall_s": wall_s,
+                  "outside_s": {"render_s": 6.0, "compile_s": 30.0, "data_s": 12.0, "curve_eval_s": 60.0,
+                                "final_eval_s": 90.0, "checkpoint_s": 6.0}}}
+
+
+def _doc():
+  fast = ("model.weight_grad=direct",)
+  ref = [_row("image:vit", "digits64", "vit", "ViT", 25.0, 400, 3600),
+         _row("image:mone:0.4", "digits64", "mone", "MoNE", 15.0, 300, 2700)]
+  new = [_row("image:vit", "digits64", "vit", "ViT", 52.0, 190, 1400, fast),
+         _row("image:mone:0.4", "digits64", "mone", "MoNE", 43.0, 105, 1200, fast)]
+  return {"machine": {"date": "2026-12-05T08:00:00", "cores": 2, "cores_used": 1, "cpu_model": "a CPU", "jax": "0.10.2"},
+          "args": {"pair": list(fast), "rounds": 5, "steps": 4},
+          "matmul_gflop_per_s": {"before": 70.0, "after": 69.0, "used": 70.0},
+          "rows": [ref[0], new[0], ref[1], new[1]],
+          "paired": {"by_kind": {"ViT": {"step_speedup": 2.08, "run_speedup": 2.57},
+                                 "MoNE": {"step_speedup": 2.87, "run_speedup": 2.25}}}}
+
+
+def test_the_table_puts_each_arm_beside_its_faster_settings():
+  lines = training_speed.table(_doc())
+  assert len(lines) == 2 + 2  # header, rule, one row per arm
+  vit = lines[2].split(" | ")
+  assert vit[0] == "| image:vit" and vit[2] == "25.0" and vit[7] == "52.0"
+  assert lines[2].endswith("| 2.08x | 2.57x |")  # 52/25 and 3600/1400
+
+
+def test_the_targets_are_checked_on_the_measured_numbers():
+  met = training_speed.targets(_doc())
+  assert met[0].startswith("every kind's step >= 2x its reference GFLOP/s: met (ViT 2.08x, MoNE 2.87x")
+  assert "within 0.8x of the dense model's on its recipe: met (digits64 0.83x)" in met[1]  # 43/52
+  assert met[2].startswith("a full image run (8,000 steps) under 25 minutes on one core: met")  # 1400 s
+  doc = _doc()
+  doc["paired"]["by_kind"]["ViT"]["step_speedup"] = 1.4
+  doc["rows"][3]["gflop_per_s"] = 30.0
+  doc["rows"][1]["run"]["estimated_wall_s"] = 2000
+  missed = training_speed.targets(doc)
+  assert missed[0].startswith("every kind's step >= 2x its reference GFLOP/s: not met (ViT 1.40x") and "lowest ViT" in missed[0]
+  assert "not met (digits64 0.58x)" in missed[1]
+  assert "not met (slowest ViT/MoNE arm image:vit: 33 min estimated)" in missed[2]
+
+
+def test_the_page_says_where_and_how_it_was_measured_and_draws_the_figure(tmp_path):
+  text = training_speed.page(_doc(), "fig.png")
+  assert text.startswith("# Training throughput on one CPU core")
+  assert "`taskset -c 0 python -m mone.bench --training --pair model.weight_grad=direct --rounds 5 --steps 4`" in text
+  assert "![Each arm's training step against the matmul rate](fig.png)" in text
+  assert "Outside the step weighs most in image:vit" in text
+  assert training_speed.page(None, None).startswith("# Training throughput on one CPU core\n\nNo training-throughput")
+  fig = training_speed.figure(_doc())
+  assert len(fig.axes[0].patches) == 4  # a bar per arm and setting
+  fig.savefig(tmp_path / "f.png")
