@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
                   help="only these arms (e.g. image:vit image:mone:0.4; default: all of mone.bench.training.arms())")
   tr.add_argument("--pair", nargs="+", default=None, metavar="KEY=VALUE",
                   help="time every arm also with these config overrides, in turns with the arm as it is, and "
-                       "compare the two (e.g. eval_batch_size=100 model.weight_grad=tn)")
+                       "compare the two (e.g. eval_batch_size=100 model.weight_grad=direct)")
   tr.add_argument("--rounds", type=int, default=5, help="turns each arm takes (--training)")
   tr.add_argument("--steps", type=int, default=4, help="steps each arm runs per turn (--training)")
   rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")

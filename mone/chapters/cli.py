@@ -194,7 +194,7 @@ def parser() -> argparse.ArgumentParser:
   p = sub.add_parser("throughput", help="the training-throughput page, from results/bench/cpu-training.json",
                      description="The training-throughput page, from the committed benchmark file.")
   p.add_argument("out", help="the Markdown page to write, e.g. book/training_throughput.md")
-  p.set_defaults(run=lambda args: training_speed.write_page(args.out))
+  p.set_defaults(run=lambda args: _write_if_changed(Path(args.out), training_speed.page_at(args.out)))
 
   p = sub.add_parser("readout", help="a seed plan's frozen claims: as planned, as expected, as decided",
                      description=plan_readout.__doc__.split("\n\n")[0])

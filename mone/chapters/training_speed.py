@@ -1,6 +1,6 @@
-"""Training throughput on one CPU core (chapter 08's section on it): the committed
-`python -m mone.bench --training` files (`mone.bench.training`), read as committed and never rewritten
-by any profile, as tables, a figure and the checks of the throughput targets.
+"""Training throughput on one CPU core (the book's page on it, `python -m mone.chapters throughput`): the
+committed `python -m mone.bench --training` files (`mone.bench.training`), read as committed and never
+rewritten by any profile, as tables, a figure and the checks of the throughput targets.
 
 A file measured with `--pair` holds every arm twice, timed in turns in one process: as the small
 profile trained it (the reference) and with the pair's config overrides (the faster settings a new
@@ -98,12 +98,7 @@ def targets(doc: dict) -> list[str]:
     ok = all(v["step_speedup"] >= TARGET_STEP_SPEEDUP for v in by.values())
     out.append(f"every kind's step >= {TARGET_STEP_SPEEDUP:g}x its reference GFLOP/s: {'met' if ok else 'not met'} ("
                + ", ".join(f"{k} {v['step_speedup']:.2f}x" for k, v in by.items()) + f"; lowest {worst})")
-  ratios = {}
-  for recipe in dict.fromkeys(r["recipe"] for r in now):
-    dense = [r["gflop_per_s"] for r in now if r["recipe"] == recipe and _dense(r)]
-    mone = [r["gflop_per_s"] for r in now if r["recipe"] == recipe and kinds.of_run(r).routed]
-    if dense and mone:
-      ratios[recipe] = float(np.median(mone)) / dense[0]
+  ratios = doc["summary_with_overrides" if fast else "summary"]["mone_over_dense"]  # `mone.bench.training.summary`
   ok = all(v >= TARGET_MONE_OVER_DENSE for v in ratios.values())
   out.append(f"MoNE's GFLOP/s within {TARGET_MONE_OVER_DENSE:g}x of the dense model's on its recipe: "
              f"{'met' if ok else 'not met'} (" + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + ")")
@@ -191,8 +186,8 @@ every recipe.
 """
 
 
-def write_page(out, name: str = FILE) -> None:
-  """Writes the page to `out`, and its figure under results/, each only where it would change."""
+def page_at(out, name: str = FILE) -> str:
+  """The page to be written at `out`, its figure drawn under results/ (`plots.save_png`) first."""
   doc = throughput(name)
   image = None
   if doc is not None:
@@ -200,7 +195,4 @@ def write_page(out, name: str = FILE) -> None:
     plots.theme()
     plots.save_png(figure(doc), png, dpi=110)
     image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
-  text = page(doc, image)
-  path = Path(out)
-  if not path.exists() or path.read_text() != text:
-    results.atomic_write_text(path, text)
+  return page(doc, image)
