@@ -235,7 +235,8 @@ def test_multiclip_averages_probabilities():
 
 def test_multiclip_with_the_model():
   m = kinds.build(CFG, "mone")
-  fn = lambda v: m.apply(variables(), v, CAPS)[0]
+  params = variables()  # made here, not first inside multiclip_logits' scan, where it would hold tracers
+  fn = lambda v: m.apply(params, v, CAPS)[0]
   clips = jnp.stack([X, X[:, ::-1]], axis=1)  # K = 2 clips per example
   got = vivit.multiclip_logits(fn, clips)
   p = (jax.nn.softmax(fn(X)) + jax.nn.softmax(fn(X[:, ::-1]))) / 2
