@@ -7,6 +7,7 @@ float32 matmul rate, and where a whole run's wall time goes besides the step.
 Run it on one pinned core (`taskset -c 0`), as the training queue's workers train, on an idle machine.
 
 What is timed, in one process, so that every number shares the machine's state:
+
 - the step: the jitted update (forward, backward, optimizer) of `mone.train.steps.make_train_step`
   on batches from the arm's real input pipeline, waited for step by step; the arms take turns,
   `--rounds` times `--steps` steps each, so that a change in the machine's load hits all of them.
