@@ -155,14 +155,26 @@ def code_provenance() -> dict:
   commit: the full git commit, dirty: whether the package's code (mone/) had uncommitted changes
   (`git_state`; both None outside a git checkout); xla_flags: $XLA_FLAGS ("" if unset); the jax and
   jaxlib versions; cpu_model: the host's CPU (`cpu_model`); isa: the instruction set XLA:CPU
-  compiles for (`xla_cpu_isa`). Git and $XLA_FLAGS are read on every call (a commit can land while
+  compiles for (`xla_cpu_isa`); allocator: the malloc behind XLA's buffers (`allocator`). Git and $XLA_FLAGS are read on every call (a commit can land while
   a process lives; the training loop calls this once per run); the CPU, which cannot change, once
   per process."""
   import jax
   import jaxlib
   commit, dirty = git_state()
   return {"commit": commit, "dirty": dirty, "xla_flags": os.environ.get("XLA_FLAGS", ""),
-          "jax": jax.__version__, "jaxlib": jaxlib.__version__, "cpu_model": cpu_model(), "isa": xla_cpu_isa()}
+          "jax": jax.__version__, "jaxlib": jaxlib.__version__, "cpu_model": cpu_model(), "isa": xla_cpu_isa(),
+          "allocator": allocator()}
+
+
+def allocator() -> str:
+  """The allocator this process's malloc calls reach: 'tcmalloc' or 'jemalloc' where such a library
+  is loaded (read from /proc/self/maps; `mone.train.hostmem` preloads tcmalloc), else 'glibc';
+  'unknown' where /proc cannot say (not Linux)."""
+  try:
+    maps = Path("/proc/self/maps").read_text()
+  except OSError:
+    return "unknown"
+  return next((name for name in ("tcmalloc", "jemalloc") if f"lib{name}" in maps), "glibc")
 
 
 def git_state() -> tuple[str | None, bool | None]:

@@ -19,6 +19,8 @@ def machine() -> dict:
           # glibc's heap settings (mone.train.hostmem) change a CPU step's time, both arms alike;
           # None: unset, glibc's defaults (every committed CPU file before 2026-11-26).
           "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
+          # the malloc behind XLA's buffers: tcmalloc where the restart preloaded it (mone.train.hostmem).
+          "allocator": results.allocator(),
           "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
 
 

@@ -1,23 +1,28 @@
 """mone.train.hostmem: the training commands restart once with glibc's heap settings, which keep
-XLA's per-step temporaries from being mapped and zero-filled anew at every call."""
+XLA's per-step temporaries from being mapped and zero-filled anew at every call, and with tcmalloc
+preloaded where it is installed, which computes the same numbers."""
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import jax
+import numpy as np
 import pytest
 
 from mone import results
-from mone.train import hostmem
+from mone.train import checkpoints, hostmem
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc tunables: Linux only")
 
 
-def _run(code: str, tunables: str | None, args: tuple = ()) -> str:
+def _run(code: str, tunables: str | None, args: tuple = (), **extra) -> str:
   """Runs python -c code (or, with args and no code, python *args) in the repository, with
-  GLIBC_TUNABLES unset (None) or set to tunables; returns its stdout."""
-  env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+  GLIBC_TUNABLES unset (None) or set to tunables, glibc's malloc unless `extra` (more environment
+  variables) says otherwise; returns its stdout."""
+  env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "LD_PRELOAD", "MONE_MALLOC")}
+  env.update(MONE_MALLOC="glibc", **extra)
   if tunables is not None:
     env["GLIBC_TUNABLES"] = tunables
   argv = [sys.executable, *(args or ("-c", code))]
@@ -40,6 +45,81 @@ def test_reexec_restarts_once_with_the_tunables_and_respects_a_set_value():
   # Set, even empty: the caller's choice stands and nothing restarts.
   assert _run(code, "").split("\n") == ["start", "value ''", ""]
   assert _run(code, "glibc.malloc.arena_max=2").split("\n") == ["start", "value 'glibc.malloc.arena_max=2'", ""]
+
+
+def test_the_environment_adds_what_is_missing_and_keeps_what_is_set(monkeypatch):
+  lib = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+  monkeypatch.setattr(hostmem, "tcmalloc", lambda: lib)
+  quiet = {"TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD": str(1 << 40)}
+  assert hostmem.environment({"A": "1"}) == {"A": "1", "GLIBC_TUNABLES": hostmem.TUNABLES, "LD_PRELOAD": lib, **quiet}
+  # A preload or tunables the caller set stand; MONE_MALLOC=glibc keeps glibc's malloc.
+  assert hostmem.environment({"LD_PRELOAD": "x.so"}) == {"LD_PRELOAD": "x.so", "GLIBC_TUNABLES": hostmem.TUNABLES}
+  assert hostmem.environment({"GLIBC_TUNABLES": "", "MONE_MALLOC": "glibc"}) == {"GLIBC_TUNABLES": "", "MONE_MALLOC": "glibc"}
+  # Without tcmalloc installed, only the tunables.
+  monkeypatch.setattr(hostmem, "tcmalloc", lambda: None)
+  assert hostmem.environment({}) == {"GLIBC_TUNABLES": hostmem.TUNABLES}
+  with pytest.raises(ValueError, match=r"^MONE_MALLOC must be 'tcmalloc' or 'glibc', got 'jemalloc'$"):
+    hostmem.environment({"MONE_MALLOC": "jemalloc"})
+
+
+def test_tcmalloc_is_found_where_installed(monkeypatch):
+  monkeypatch.setattr(hostmem, "TCMALLOC_PATHS", ("/nonexistent/libtcmalloc.so", __file__))
+  assert hostmem.tcmalloc() == __file__
+  monkeypatch.setattr(hostmem, "TCMALLOC_PATHS", ("/nonexistent/libtcmalloc.so",))
+  assert hostmem.tcmalloc() is None
+
+
+@linux
+def test_a_bad_allocator_choice_stops_in_one_line():
+  code = "from mone.train import hostmem; hostmem.reexec_with_tunables(); print('ran')"
+  env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "LD_PRELOAD")}
+  out = subprocess.run([sys.executable, "-c", code], env={**env, "MONE_MALLOC": "jemalloc"},
+                       capture_output=True, text=True, timeout=120, cwd=results.REPO)
+  assert out.returncode == 1 and out.stdout == ""
+  assert out.stderr == "error: MONE_MALLOC must be 'tcmalloc' or 'glibc', got 'jemalloc'\n"
+
+
+needs_tcmalloc = pytest.mark.skipif(hostmem.tcmalloc() is None,
+                                    reason="tcmalloc not installed (.ci/run installs libtcmalloc-minimal4)")
+
+
+@linux
+@needs_tcmalloc
+def test_the_restart_preloads_tcmalloc_and_the_process_reports_it():
+  code = ("import os; print('start', flush=True); from mone.train import hostmem; hostmem.reexec_with_tunables(); "
+          "from mone import results; print(os.environ['LD_PRELOAD'], results.allocator())")
+  env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "LD_PRELOAD", "MONE_MALLOC")}
+  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                       cwd=results.REPO)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split("\n") == ["start", "start", f"{hostmem.tcmalloc()} tcmalloc", ""]
+
+
+@pytest.mark.slow
+@linux
+@needs_tcmalloc
+def test_a_run_trained_with_tcmalloc_equals_the_run_trained_with_glibc(tmp_path):
+  # The allocator decides where buffers live; every loss, accuracy and parameter must be the same.
+  runs = {}
+  for choice in ("glibc", "tcmalloc"):
+    work = tmp_path / choice
+    env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "LD_PRELOAD")}
+    out = subprocess.run([sys.executable, "-m", "mone.train", "--config", "smoke", "--workdir", str(work), "steps=60",
+                          "checkpoint_every=60"], env={**env, "MONE_MALLOC": choice},
+                         capture_output=True, text=True, timeout=600, cwd=results.REPO)
+    assert out.returncode == 0, out.stderr
+    runs[choice] = results.read_json(work / "metrics.json")
+  glibc, tcm = runs["glibc"], runs["tcmalloc"]
+  assert (glibc["code"]["allocator"], tcm["code"]["allocator"]) == ("glibc", "tcmalloc")
+  # What the machine measures (time, memory, the process's own record) differs; nothing else may.
+  measured = ("wall_time_s", "peak_rss_mib", "code", "trained_on")
+  same = lambda m: {k: v for k, v in m.items() if k not in measured}
+  assert same(glibc) == same(tcm)
+  assert glibc["history"] and glibc["accuracy"] == tcm["accuracy"]
+  # The final parameters, bit for bit.
+  a, b = (checkpoints.load_params(tmp_path / c) for c in runs)
+  assert jax.tree.structure(a) == jax.tree.structure(b)
+  assert all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
 @pytest.mark.slow

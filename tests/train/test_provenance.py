@@ -14,7 +14,7 @@ from mone.train import loop
 
 from helpers import REPO, tiny
 
-KEYS = {"commit", "dirty", "xla_flags", "jax", "jaxlib", "cpu_model", "isa"}
+KEYS = {"commit", "dirty", "xla_flags", "jax", "jaxlib", "cpu_model", "isa", "allocator"}
 
 
 def _git(*args) -> str:
@@ -34,6 +34,9 @@ def test_a_run_file_records_the_commit_flags_and_machine_that_trained_it(tmp_pat
   assert code["cpu_model"] == results.cpu_model() and code["cpu_model"]
   assert code["isa"] == results.xla_cpu_isa()  # the tests' flags name no ISA: the host's, or None
   assert code["isa"] is None or code["isa"].endswith(" (host)")
+  # The malloc library this process runs with (the training commands preload tcmalloc; pytest does not).
+  preloaded = "tcmalloc" in os.environ.get("LD_PRELOAD", "")
+  assert code["allocator"] == results.allocator() == ("tcmalloc" if preloaded else "glibc")
   # The one process that trained it is its one part, with the same code.
   assert saved["trained_on"] == [{"device": saved["device"], "matmul_precision": "default", "code": code,
                                   "from_step": 0, "to_step": 4}]
