@@ -7,6 +7,8 @@ run file as it finishes, with the weights it saves under results/weights/.
   .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores [--twins]  # a worker a core; --twins: CPU twins (plan.TWINS)
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores --order longest --finish-within 2.3  # what fits in 2.3 h
+  .venv/bin/python scripts/train_queue.py --calibration --workers 2 --pin-cores  # the next profile's calibration
+  .venv/bin/python scripts/train_queue.py --calibration --isa-twins --workers 2 --pin-cores  # its AVX2 twins
   MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
@@ -30,7 +32,7 @@ import subprocess
 import time
 
 from mone import results
-from mone.chapters import devices, experiments, plan, run_times, seed_plans
+from mone.chapters import devices, experiments, plan, recalibration, run_times, seed_plans
 from mone.train import loop
 
 
@@ -239,6 +241,9 @@ def main():
   ap.add_argument("--twins", action="store_true",
                   help="train the CPU twins of the GPU-trained runs (plan.twin_runs, plan.study_twin_runs) into results/device_twins/cpu "
                        "instead of the plan")
+  ap.add_argument("--calibration", action="store_true", help="train the next profile's calibration runs "
+                  "(recalibration.pending) into results/calibration_v3/runs instead of the plan")
+  ap.add_argument("--isa-twins", action="store_true", help="with --calibration: its AVX2 twins (recalibration.queue)")
   ap.add_argument("--workers", type=int, default=None,
                   help="processes training at once, each taking the next free run as it finishes one (default: 8 on "
                        "a GPU, where one tiny run leaves the chip mostly idle, else 1)")
@@ -279,7 +284,13 @@ def main():
   cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
   if args.pin_cores and args.worker is None and not args.list and not 1 <= args.workers <= len(cores):
     ap.error(f"--pin-cores needs --workers in [1, {len(cores)}] (the cores this process may use), got {args.workers}")
-  if args.twins:  # the committed runs name the twins; the twins' files go under results/device_twins/cpu
+  if args.isa_twins and not args.calibration:
+    ap.error("--isa-twins is an option of --calibration")
+  if args.calibration and args.twins:
+    ap.error("--calibration and --twins train different runs; pass one")
+  if args.calibration:  # frozen: a changed definition stops the queue here
+    candidates = recalibration.queue(args.isa_twins, freeze=args.worker is None and not args.list)
+  elif args.twins:  # the committed runs name the twins; the twins' files go under results/device_twins/cpu
     os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS)
     candidates = plan.twin_runs() + plan.study_twin_runs()
     os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / plan.TWINS)
@@ -287,12 +298,15 @@ def main():
     candidates = plan.runs()
   # The seed plan's amendment keeps every paired difference on the CPU: a planned run trained on a
   # GPU would cross devices again. A worker inherits the check from the queue that started it.
-  cpu_only = args.twins or seed_plans.trains_on(experiments.results_root()) == "cpu"
+  cpu_only = args.twins or args.calibration or seed_plans.trains_on(experiments.results_root()) == "cpu"
   if cpu_only and gpu and args.worker is None and not (args.list or args.allow_gpu):
     ap.error("this machine has a GPU, and the seed plan trains its runs on the CPU (results/seed_plan.json's "
              "amendment: every paired difference between two CPU runs): set JAX_PLATFORMS=cpu, train into a "
              "results folder of one's own (MONE_RESULTS_DIR), or pass --allow-gpu")
   runs = [r for r in candidates if args.only in experiments.run_path(r[1]).name]
+  if not runs and args.calibration:
+    print("nothing to train: " + recalibration.status().replace("\n", "; "))
+    return
   if not runs:
     ap.error(f"no run's file name contains --only {args.only!r}")
   if args.worker is None and not args.list:
@@ -306,6 +320,7 @@ def main():
     def slot(k):
       command = ([sys.executable, __file__, "--only", args.only, "--workers", str(args.workers), "--worker", str(k),
                   "--order", args.order] + (["--twins"] if args.twins else [])
+                 + (["--calibration"] if args.calibration else []) + (["--isa-twins"] if args.isa_twins else [])
                  + ([] if args.deadline is None else ["--deadline", repr(args.deadline)]))
       return supervise(f"worker {k}", command, cores[k] if args.pin_cores else None, args.max_runs)
     with ThreadPoolExecutor(args.workers) as pool:

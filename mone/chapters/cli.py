@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import (calibration, claim_plots, claims, devices, experiments, headlines, pages, plan,
-                           plan_readout, preregistration, seed_plans, significance, training_speed, verdicts)
+                           plan_readout, recalibration, preregistration, seed_plans, significance, training_speed, verdicts)
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -139,6 +139,17 @@ def calibration_command(args) -> None:
       print(f"wrote {path}")
 
 
+def recalibration_command(args) -> None:
+  """Writes results/calibration_v3.json where it is missing (a frozen one must be unchanged) and
+  prints where each task's calibration stands."""
+  try:
+    written = recalibration.write()
+  except ValueError as e:
+    sys.exit(f"error: {e}")
+  print(("wrote" if written else "unchanged:") + f" {results.RESULTS / recalibration.FILE}")
+  print(recalibration.status())
+
+
 def seed_plan_command(args) -> None:
   """The five-seed plan (`seed_plans.seed_plan`), its device amendment (--amend:
   `seed_plans.amendment`, added to the plan as written) or the ten-seed plan (--ten:
@@ -216,6 +227,11 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("--kind", default="vit", help="model kind (default: vit)")
   p.add_argument("--figure", action="store_true", help="also draw the runs' learning curves under results/calibration/")
   p.set_defaults(run=calibration_command)
+
+  p = sub.add_parser("recalibration", help="freeze the next profile's calibration (results/calibration_v3.json) "
+                                            "and show where its runs stand",
+                     description=recalibration.__doc__.split("\n\n")[0])
+  p.set_defaults(run=recalibration_command)
 
   p = sub.add_parser("seed-plan", help="write a pre-registered seed plan as JSON",
                      description="Write the pre-registered seed plan (seed_plans.seed_plan) as JSON; --amend adds "

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from mone import results
+from mone.chapters import recalibration
 
 _spec = importlib.util.spec_from_file_location("train_queue", results.REPO / "scripts" / "train_queue.py")
 train_queue = importlib.util.module_from_spec(_spec)
@@ -130,12 +131,29 @@ def test_longest_first_resumes_the_runs_with_a_checkpoint_before_the_others(tmp_
                                             (["--finish-within", "0"], "--finish-within must be > 0 hours, got 0.0"),
                                             (["--finish-within", "-1.5"], "--finish-within must be > 0 hours, got -1.5"),
                                             (["--order", "fastest"], "argument --order: invalid choice: 'fastest'"),
-                                            (["--workers", "999", "--pin-cores"], "--pin-cores needs --workers in [1, ")])
+                                            (["--workers", "999", "--pin-cores"], "--pin-cores needs --workers in [1, "),
+                                            (["--isa-twins"], "--isa-twins is an option of --calibration"),
+                                            (["--calibration", "--twins"], "--calibration and --twins train different runs")])
 def test_bad_options_name_the_flag_and_train_nothing(flags, message, monkeypatch, capsys):
   monkeypatch.setattr(sys, "argv", ["train_queue.py", *flags])
   with pytest.raises(SystemExit) as exit_info:
     train_queue.main()
   assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(monkeypatch, capsys):
+  # Nothing trains with --list; what it lists is recalibration.pending(), twins in a queue of their own.
+  for flags, twins in ((["--calibration"], False), (["--calibration", "--isa-twins"], True)):
+    for var in ("MONE_RESULTS_DIR", "MONE_CACHE_DIR", "XLA_FLAGS"):  # restored after the test, set or not
+      monkeypatch.setenv(var, "")
+      monkeypatch.delenv(var)
+    monkeypatch.setattr(sys, "argv", ["train_queue.py", *flags, "--list"])
+    train_queue.main()
+    listed = [line.split()[-1] for line in capsys.readouterr().out.splitlines() if "seed 10" in line]
+    expected = [r for r in recalibration.pending() if r.twin == twins]
+    assert listed and len(listed) == len(expected)
+    assert os.environ["MONE_RESULTS_DIR"].endswith("calibration_v3/avx2" if twins else "calibration_v3")
+    assert (os.environ.get("XLA_FLAGS") == recalibration.ISA_TWIN_FLAGS) == twins
 
 
 @pytest.mark.slow

@@ -1,0 +1,282 @@
+"""The next profile's recipe, chosen by rules fixed before any of its runs (results/calibration_v3.json).
+
+The ten-seed small profile showed three faults (book/ten_seed_readout.md): dense ViT runs still
+improving when training stops, temporal runs that stall at chance or at the half-way plateau (5 of 35
+at seeds 5-9, all baselines), and MoNE not monotone in e_c. This module states how the next recipe is
+chosen, so that the choice cannot follow the results it is meant to produce:
+
+- Calibration seeds (`SEEDS`) that no plan trains, and the validation split only: the rules read a
+  run's validation curve (`curve[*].val_accuracy`), never its test accuracy, and never which arm wins.
+- Candidates per task (`CANDIDATES`), in the order they are tried (cheapest first). The first whose
+  runs meet every rule in every arm is the task's recipe; a later candidate trains only where every
+  earlier one failed.
+- Stage A trains a few arms per task (`STAGE_A`: the dense model, MatViT, MoNE at its lowest e_c,
+  and on the temporal task the Table 1 baseline that never left chance) at every calibration seed,
+  plus one twin of each (seed `SEEDS[0]`) compiled for another instruction set (`ISA_TWIN_FLAGS`):
+  the same arithmetic in a different order, so a recipe whose outcome is decided by last-bit noise
+  shows it. Stage B then trains the task's other arms with the candidate stage A chose.
+- The rules (`check_run`, `check_arm`, `choose`):
+  (a) plateau: the validation accuracy's least-squares slope over the last quarter of steps, times a
+      quarter, is below PLATEAU_GAIN (0.3 points). A fitted slope, not two end points: one
+      evaluation of 1,000-5,000 examples moves by about a point between neighbouring checkpoints.
+  (b) no stall: every run is above chance by LEFT_CHANCE by 10% of its steps, and ends within
+      OUTLIER of its arm's median over the seeds; the ISA twin's final validation accuracy is within
+      the arm's seed range (max - min, at least TWIN_FLOOR) of its own seed's.
+  (c) the recipe is chosen by (a) and (b) alone (`choose`).
+
+`python -m mone.chapters recalibration` writes the file (refusing to change a frozen one) and prints
+where each run stands.
+"""
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+
+from mone import results
+from mone.chapters import experiments
+from mone.configs import arms, schema
+
+FIXED_ON = "2026-12-05"  # written and committed before any calibration run trained
+SEEDS = (100, 101, 102)
+PLATEAU_GAIN = 0.003   # fitted validation accuracy gain over the last quarter of steps
+LEFT_CHANCE = 0.10     # above chance (1 / classes) by 10% of the steps
+EARLY = 0.10           # ... the share of steps by which a run must have left chance
+OUTLIER = 0.05         # a run ending further than this below its arm's median has stalled
+TWIN_FLOOR = 0.01      # the smallest seed range a twin is held to
+ISA_TWIN_FLAGS = "--xla_cpu_max_isa=AVX2"
+FILE = "calibration_v3.json"
+FOLDER = "calibration_v3"        # results/calibration_v3/runs/: the calibration's run files
+TWIN_FOLDER = "calibration_v3/avx2"
+
+# Candidates per task, tried in this order; each is a set of overrides of the profile's recipe.
+# Why these: the dense image runs were still improving at 8,000 steps (3 of 10 seeds), so more steps
+# at the same peak rate and a warmup of the same share; the temporal runs stall at a 50-step warmup
+# (0.8% of the steps), so a warmup of 10%, then more steps, then a lower peak rate; the appearance
+# dense run gained 1.5 points over its last quarter at 12,000 steps, so more steps.
+# Validation points every eval_every steps: seven in the last quarter, two in the first tenth.
+CANDIDATES = {
+    "image": (("image-12k", {"steps": 12_000, "warmup_steps": 300, "eval_every": 500}),
+              ("image-16k", {"steps": 16_000, "warmup_steps": 400, "eval_every": 500})),
+    "temporal": (("temporal-6k-warmup10", {"steps": 6000, "warmup_steps": 600, "eval_every": 250}),
+                 ("temporal-9k-warmup10", {"steps": 9000, "warmup_steps": 900, "eval_every": 375}),
+                 ("temporal-9k-warmup10-lr5e-4", {"steps": 9000, "warmup_steps": 900, "eval_every": 375, "lr": 5e-4})),
+    "appearance": (("appearance-18k", {"steps": 18_000, "warmup_steps": 900, "eval_every": 750}),
+                   ("appearance-24k", {"steps": 24_000, "warmup_steps": 1200, "eval_every": 1000})),
+}
+# The training benchmark's faster step (results/bench/cpu-training.json): same mathematics, what the
+# next profile trains with.
+FASTER = {"model.weight_grad": "direct", "eval_batch_size": 100}
+# The arms of the ten-seed plan (`mone.configs.arms`) by task; stage A's first.
+STAGE_A = {"temporal": ("temporal:vit", "temporal:matvit", "temporal:mone:0.3", "table1:uniform"),
+           "image": ("image:vit", "image:matvit", "image:mod", "image:mone:0.2"),
+           "appearance": ("appearance:vit", "appearance:matvit", "appearance:mone:0.4")}
+STAGE_B = {"temporal": ("temporal:mone:0.4", "table1:proportionate", "table1:greedy:0.4", "table1:mod_greedy:0.4"),
+           "image": ("image:mone:0.3", "image:mone:0.4", "image:mone:0.6", "image:mone:0.2:random",
+                     "image:mone:0.3:random"),
+           "appearance": ()}
+TASKS = tuple(STAGE_A)  # the order the queue trains them in: the cheapest runs and the worst fault first
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One calibration run: its task, candidate, arm (a `mone.bench.training` arm name), seed, and
+  whether it is the instruction-set twin."""
+  task: str
+  candidate: str
+  arm: str
+  seed: int
+  twin: bool = False
+
+  @property
+  def label(self) -> str:
+    return f"{self.candidate}: {self.arm}, seed {self.seed}" + (" (AVX2)" if self.twin else "")
+
+  def config(self) -> schema.TrainConfig:
+    overrides = {**FASTER, **dict(CANDIDATES[self.task])[self.candidate], "seed": self.seed}
+    return schema.apply_overrides(arms.select([self.arm])[0].config(), [f"{k}={v}" for k, v in overrides.items()])
+
+  def run_path(self, root) -> Path:
+    """Where its run file lands under the results folder `root` (the twin's under its own folder)."""
+    cfg = self.config()
+    return root / (TWIN_FOLDER if self.twin else FOLDER) / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
+
+
+def runs(task: str, candidate: str, stage: str) -> list[Run]:
+  """Stage 'A' (its arms at every seed, then their twins) or 'B' of one candidate of one task."""
+  arms = STAGE_A[task] if stage == "A" else STAGE_B[task]
+  out = [Run(task, candidate, arm, seed) for seed in SEEDS for arm in arms]
+  return out + ([Run(task, candidate, arm, SEEDS[0], twin=True) for arm in arms] if stage == "A" else [])
+
+
+def document() -> dict:
+  """What results/calibration_v3.json freezes: seeds, candidates, arms, rules and their thresholds."""
+  return {
+      "purpose": "choose the next small profile's recipe (steps, warmup, peak learning rate) per task by rules fixed "
+                 "before any calibration run, on seeds no plan uses and on the validation split only",
+      "fixed_on": FIXED_ON,
+      "seeds": list(SEEDS),
+      "every_run": {"overrides": FASTER, "device": "CPU, one pinned core per run, float32 matmuls in full precision"},
+      "candidates": {t: [{"name": n, "overrides": o} for n, o in c] for t, c in CANDIDATES.items()},
+      "stage_a_arms": {t: list(a) for t, a in STAGE_A.items()},
+      "stage_b_arms": {t: list(a) for t, a in STAGE_B.items()},
+      "isa_twin": {"seed": SEEDS[0], "xla_flags": ISA_TWIN_FLAGS},
+      "rules": {
+          "a_plateau": f"every run's validation accuracy, fitted by least squares over the evaluations at or after 3/4 of "
+                       f"its steps, gains less than {100 * PLATEAU_GAIN:g} points over a quarter of its steps",
+          "b_left_chance": f"every run's validation accuracy exceeds chance (1 / classes) by {100 * LEFT_CHANCE:g} points "
+                           f"at an evaluation at or before {100 * EARLY:g}% of its steps",
+          "b_no_outlier": f"every run's final validation accuracy is at most {100 * OUTLIER:g} points below the median "
+                          "of its arm's runs at the calibration seeds",
+          "b_isa_twin": f"each stage-A arm's twin (seed {SEEDS[0]}, XLA_FLAGS={ISA_TWIN_FLAGS}) ends within the arm's "
+                        f"seed range (max - min of final validation accuracy, at least {100 * TWIN_FLOOR:g} point) "
+                        "of the same seed's run",
+          "c_choice": "per task, candidates are tried in the listed order; stage A trains the stage-A arms, stage B "
+                      "the task's other arms with a candidate that passed stage A; the first candidate whose runs "
+                      "pass every rule in both stages is the recipe. A later candidate trains only after every "
+                      "earlier one failed. Test accuracy and which arm scores higher are never read.",
+      },
+      "order": list(TASKS),
+  }
+
+
+def write(root=None) -> bool:
+  """Writes results/calibration_v3.json; True if written. A file that exists must equal `document()`:
+  the rules are frozen, and a change is a new file with the old one's results beside it."""
+  path = (results.RESULTS if root is None else root) / FILE
+  doc = document()
+  if path.exists():
+    if results.read_json(path) != doc:
+      raise ValueError(f"{path} is frozen and differs from mone.chapters.recalibration.document(); "
+                       "a changed calibration is a new file, its runs and verdicts beside this one's")
+    return False
+  results.atomic_write_json(path, doc)
+  return True
+
+
+# ------------------------------------------------------------------------------- the rules ---
+
+
+def fitted_gain(curve: list[dict], steps: int) -> float:
+  """Least-squares slope of validation accuracy over the evaluations at or after 3/4 of `steps`,
+  times steps / 4: what the run gained over its last quarter, with one evaluation's noise averaged."""
+  tail = [p for p in curve if p["step"] >= 0.75 * steps and p.get("val_accuracy") is not None]
+  if len(tail) < 3:
+    raise ValueError(f"the curve has {len(tail)} validation points in its last quarter of {steps} steps; "
+                     "a fitted gain needs at least 3 (set eval_every to at most steps / 8)")
+  x = np.array([p["step"] for p in tail], float)
+  y = np.array([p["val_accuracy"] for p in tail], float)
+  return float(np.polyfit(x, y, 1)[0] * steps / 4)
+
+
+def check_run(m: dict) -> dict:
+  """Rules (a) and (b)'s first part for one finished run file (validation only)."""
+  steps, curve = m["train_steps"], m["curve"]
+  classes = m["config"]["model"]["num_classes"]
+  early = [p["val_accuracy"] for p in curve if p["step"] <= EARLY * steps]
+  if not early:
+    raise ValueError(f"the curve has no validation point in the first {100 * EARLY:g}% of {steps} steps")
+  gain = fitted_gain(curve, steps)
+  return {"final_val": curve[-1]["val_accuracy"], "fitted_gain": gain, "plateau": gain < PLATEAU_GAIN,
+          "early_val": max(early), "left_chance": max(early) > 1 / classes + LEFT_CHANCE}
+
+
+def check_arm(seeds: dict, twin: dict | None = None) -> dict:
+  """The rules for one arm: seeds maps seed -> run file (all of `SEEDS`), twin is the ISA twin's run
+  file (stage A) or None (stage B)."""
+  per_seed = {s: check_run(m) for s, m in sorted(seeds.items())}
+  finals = np.array([r["final_val"] for r in per_seed.values()])
+  median, spread = float(np.median(finals)), float(finals.max() - finals.min())
+  out = {"runs": per_seed, "median_val": median, "seed_range": spread,
+         "no_outlier": bool((finals >= median - OUTLIER).all())}
+  if twin is not None:
+    diff = abs(twin["curve"][-1]["val_accuracy"] - per_seed[SEEDS[0]]["final_val"])
+    out.update(twin_diff=diff, twin_within=diff <= max(spread, TWIN_FLOOR))
+  out["passes"] = (all(r["plateau"] and r["left_chance"] for r in per_seed.values()) and out["no_outlier"]
+                   and out.get("twin_within", True))
+  return out
+
+
+def choose(task: str, outcomes: dict) -> str | None:
+  """The recipe for one task: outcomes maps candidate name -> {'A': {arm: check_arm(...)}, 'B': {...}}
+  for the candidates trained so far; the first in `CANDIDATES` order whose every stage-A and stage-B
+  arm is there and passes, or None (the next candidate trains, or this one's stage B)."""
+  for name, _ in CANDIDATES[task]:
+    stages = outcomes.get(name, {})
+    if all(set(stages.get(stage, {})) == set(wanted) and all(a["passes"] for a in stages[stage].values())
+           for stage, wanted in (("A", STAGE_A[task]), ("B", STAGE_B[task]))):
+      return name
+  return None
+
+
+# ------------------------------------------------------------------------- where it stands ---
+
+
+def _read(path):
+  return results.read_json(path) if path.exists() else None
+
+
+def stage_outcome(task: str, candidate: str, stage: str, root) -> dict | None:
+  """{arm: check_arm(...)} for one stage of one candidate, or None while any of its runs is missing."""
+  files = {r: _read(r.run_path(root)) for r in runs(task, candidate, stage)}
+  if any(m is None for m in files.values()):
+    return None
+  wanted = STAGE_A[task] if stage == "A" else STAGE_B[task]
+  return {arm: check_arm({r.seed: m for r, m in files.items() if r.arm == arm and not r.twin},
+                         next((m for r, m in files.items() if r.arm == arm and r.twin), None))
+          for arm in wanted}
+
+
+def progress(task: str, root) -> tuple[dict, list[Run], str | None]:
+  """(outcomes so far by candidate and stage, the runs to train next, the chosen candidate or None).
+  Candidates are walked in order: the first stage that is not complete is what trains next; a
+  stage that fails moves on to the next candidate; a task whose candidates all failed trains nothing
+  more (a new calibration file adds candidates)."""
+  outcomes = {}
+  for name, _ in CANDIDATES[task]:
+    for stage in ("A", "B"):
+      outcome = stage_outcome(task, name, stage, root)
+      if outcome is None:
+        return outcomes, [r for r in runs(task, name, stage) if not r.run_path(root).exists()], None
+      outcomes.setdefault(name, {})[stage] = outcome
+      if not all(a["passes"] for a in outcome.values()):
+        break
+    if (chosen := choose(task, outcomes)) is not None:
+      return outcomes, [], chosen
+  return outcomes, [], None
+
+
+def pending(root=None) -> list[Run]:
+  """Every run to train next, task by task in `TASKS` order (`progress`)."""
+  root = results.RESULTS if root is None else root
+  return [r for task in TASKS for r in progress(task, root)[1]]
+
+
+def queue(isa_twins: bool, freeze: bool) -> list[tuple[str, schema.TrainConfig]]:
+  """The training queue's runs (`scripts/train_queue.py --calibration [--isa-twins]`): (label, config)
+  of every pending run (`pending`), the twins alone or none of them. Points this process and the workers
+  it starts at the calibration's folder (MONE_RESULTS_DIR); for the twins also compiles for AVX2
+  (XLA_FLAGS) in workdirs of their own (MONE_CACHE_DIR), set before JAX starts. freeze: write the
+  file first (`write`), which stops on a changed definition."""
+  if freeze:
+    write(results.RESULTS)
+  chosen = [(r.label, r.config()) for r in pending() if r.twin == isa_twins]
+  if isa_twins:
+    os.environ["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), ISA_TWIN_FLAGS) if f)
+    os.environ["MONE_CACHE_DIR"] = str(experiments.cache_root() / "avx2")
+  os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / (TWIN_FOLDER if isa_twins else FOLDER))
+  return chosen
+
+
+def status(root=None) -> str:
+  """Where each task's calibration stands, in a few lines."""
+  root = results.RESULTS if root is None else root
+  lines = []
+  for task in TASKS:
+    outcomes, todo, chosen = progress(task, root)
+    done = {n: {st: all(a["passes"] for a in o.values()) for st, o in stages.items()} for n, stages in outcomes.items()}
+    state = f"chosen: {chosen}" if chosen else (f"{len(todo)} runs to train ({todo[0].candidate}, stage "
+                                                f"{'A' if todo[0].arm in STAGE_A[task] else 'B'})" if todo else
+                                                "every candidate failed")
+    lines.append(f"{task}: {state}; stages decided {done or 'none'}")
+  return "\n".join(lines)

@@ -1,0 +1,129 @@
+"""mone.chapters.recalibration: the next profile's calibration, frozen before its runs; its rules on
+made-up learning curves, and the order in which candidates and stages train."""
+import pytest
+
+from mone import results
+from mone.chapters import plan, recalibration as rc
+from mone.configs import arms
+
+
+def _run_file(final: float, early: float = 0.5, steps: int = 6000, every: int = 250, slope: float = 0.0,
+              classes: int = 8) -> dict:
+  """A run file with a validation curve: `early` up to 10% of the steps, a ramp to `final`, and over
+  the last quarter a line of `slope` (accuracy per quarter) ending at `final`."""
+  curve = []
+  for step in range(every, steps + every, every):
+    if step <= 0.1 * steps:
+      val = early
+    elif step < 0.75 * steps:
+      val = final - slope
+    else:
+      val = final - slope * (steps - step) / (0.25 * steps)
+    curve.append({"step": step, "val_accuracy": val, "train_accuracy": val})
+  return {"train_steps": steps, "curve": curve, "config": {"model": {"num_classes": classes}}}
+
+
+def test_the_committed_file_is_the_frozen_document():
+  assert results.read_json(results.RESULTS / rc.FILE) == rc.document()
+  assert rc.write(results.RESULTS) is False  # unchanged: nothing written
+
+
+def test_a_changed_definition_is_refused_and_leaves_the_file(tmp_path):
+  assert rc.write(tmp_path) is True
+  doc = rc.document()
+  doc["seeds"] = [100]
+  results.atomic_write_json(tmp_path / rc.FILE, doc)
+  with pytest.raises(ValueError, match="is frozen and differs"):
+    rc.write(tmp_path)
+  assert results.read_json(tmp_path / rc.FILE)["seeds"] == [100]
+
+
+def test_calibration_seeds_are_no_plans_and_every_arm_is_a_plan_arm():
+  assert not set(rc.SEEDS) & set(range(10))
+  assert not set(rc.SEEDS) & (set(plan.SEEDS_TO_TEN) | set(plan.EXTRA_SEEDS))
+  names = {a.name for a in arms.arms()}
+  staged = [a for t in rc.TASKS for a in rc.STAGE_A[t] + rc.STAGE_B[t]]
+  assert len(staged) == len(set(staged)) and set(staged) == names  # every arm once, in one stage
+
+
+def test_a_run_config_is_its_arm_with_the_candidate_the_faster_step_and_its_seed():
+  run = rc.Run("temporal", "temporal-9k-warmup10-lr5e-4", "table1:uniform", 101)
+  cfg, base = run.config(), arms.select(["table1:uniform"])[0].config()
+  assert (cfg.steps, cfg.warmup_steps, cfg.eval_every, cfg.lr, cfg.seed) == (9000, 900, 375, 5e-4, 101)
+  assert (cfg.model.weight_grad, cfg.eval_batch_size) == ("direct", 100)
+  assert (cfg.name, cfg.kind, cfg.allocation, cfg.e_c) == (base.name, base.kind, base.allocation, base.e_c)
+  twin = rc.Run("temporal", run.candidate, run.arm, 101, twin=True)
+  assert twin.config() == cfg and twin.run_path(results.RESULTS) != run.run_path(results.RESULTS)
+  assert "/calibration_v3/avx2/runs/" in str(twin.run_path(results.RESULTS))
+
+
+def test_the_fitted_gain_reads_a_line_through_noise():
+  m = _run_file(0.9, slope=0.01)
+  assert rc.fitted_gain(m["curve"], 6000) == pytest.approx(0.01)
+  # One noisy end point does not decide it: +-1 point alternating on a flat curve fits ~0.
+  for i, p in enumerate(m["curve"]):
+    if p["step"] >= 4500:
+      p["val_accuracy"] = 0.9 + (0.01 if i % 2 else -0.01)
+  assert abs(rc.fitted_gain(m["curve"], 6000)) < 0.008
+  with pytest.raises(ValueError, match="needs at least 3"):
+    rc.fitted_gain(_run_file(0.9, every=1000)["curve"], 6000)
+
+
+def test_a_run_passes_on_a_plateau_that_left_chance_early():
+  ok = rc.check_run(_run_file(0.9, early=0.5, slope=0.002))
+  assert ok["plateau"] and ok["left_chance"]
+  assert not rc.check_run(_run_file(0.9, slope=0.004))["plateau"]
+  # Chance is 1/8 = 12.5%: 22.5% is 10 points above it, not more.
+  assert not rc.check_run(_run_file(0.9, early=0.225))["left_chance"]
+  assert rc.check_run(_run_file(0.9, early=0.23))["left_chance"]
+
+
+def test_an_arm_fails_on_an_outlier_seed_or_a_twin_outside_the_seed_range():
+  seeds = {100: _run_file(0.90), 101: _run_file(0.92), 102: _run_file(0.91)}
+  arm = rc.check_arm(seeds, twin=_run_file(0.915))
+  assert arm["passes"] and arm["seed_range"] == pytest.approx(0.02)
+  assert not rc.check_arm(seeds, twin=_run_file(0.935))["twin_within"]  # 3.5 points from seed 100's, range 2
+  assert rc.check_arm(seeds | {101: _run_file(0.90)}, twin=_run_file(0.909))["twin_within"]  # floor: 1 point
+  stalled = rc.check_arm(seeds | {102: _run_file(0.5)})
+  assert not stalled["no_outlier"] and not stalled["passes"]
+  assert "twin_within" not in stalled  # stage B has no twin
+
+
+def test_candidates_are_chosen_in_order_by_both_stages():
+  arms_of = lambda stage, ok: {a: {"passes": ok} for a in (rc.STAGE_A if stage == "A" else rc.STAGE_B)["image"]}
+  first, second = (n for n, _ in rc.CANDIDATES["image"])
+  assert rc.choose("image", {}) is None
+  assert rc.choose("image", {first: {"A": arms_of("A", True)}}) is None  # stage B not yet trained
+  both = {"A": arms_of("A", True), "B": arms_of("B", True)}
+  assert rc.choose("image", {first: both}) == first
+  assert rc.choose("image", {first: {"A": arms_of("A", False)}, second: both}) == second
+  # A task without stage-B arms is decided by stage A.
+  assert rc.choose("appearance", {rc.CANDIDATES["appearance"][0][0]: {"A": {a: {"passes": True} for a in rc.STAGE_A["appearance"]}, "B": {}}}) \
+      == rc.CANDIDATES["appearance"][0][0]
+
+
+def test_the_queue_walks_stages_then_candidates(tmp_path):
+  task = "temporal"
+  first, second = rc.CANDIDATES[task][0][0], rc.CANDIDATES[task][1][0]
+  _, todo, chosen = rc.progress(task, tmp_path)
+  assert chosen is None and todo == rc.runs(task, first, "A") and sum(r.twin for r in todo) == len(rc.STAGE_A[task])
+
+  def land(run_list, final):
+    for r in run_list:
+      steps = dict(rc.CANDIDATES[task])[r.candidate]["steps"]
+      every = dict(rc.CANDIDATES[task])[r.candidate]["eval_every"]
+      results.atomic_write_json(r.run_path(tmp_path), _run_file(final(r), steps=steps, every=every))
+  # Stage A passes: stage B of the same candidate is next.
+  land(rc.runs(task, first, "A"), lambda r: 0.90)
+  _, todo, _ = rc.progress(task, tmp_path)
+  assert todo == rc.runs(task, first, "B")
+  # One stage-B run stalls: the candidate fails, the next one's stage A is next.
+  land(rc.runs(task, first, "B"), lambda r: 0.5 if (r.arm, r.seed) == ("table1:uniform", 102) or
+       (r.arm, r.seed) == ("temporal:mone:0.4", 102) else 0.9)
+  outcomes, todo, chosen = rc.progress(task, tmp_path)
+  assert chosen is None and todo == rc.runs(task, second, "A")
+  assert not outcomes[first]["B"]["temporal:mone:0.4"]["passes"]
+  # The second passes both stages: chosen, nothing more to train, the third never trains.
+  land(rc.runs(task, second, "A") + rc.runs(task, second, "B"), lambda r: 0.9)
+  assert rc.progress(task, tmp_path)[1:] == ([], second)
+  assert "chosen: temporal-9k-warmup10" in rc.status(tmp_path)
