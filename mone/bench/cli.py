@@ -82,6 +82,10 @@ def parser() -> argparse.ArgumentParser:
                        "compare the two (e.g. eval_batch_size=100 model.weight_grad=direct)")
   tr.add_argument("--rounds", type=int, default=5, help="turns each arm takes (--training)")
   tr.add_argument("--steps", type=int, default=4, help="steps each arm runs per turn (--training)")
+  tr.add_argument("--allocators", nargs="+", default=None, metavar="FILE",
+                  help="compare glibc's malloc with tcmalloc from --training files (with --pair) run in sittings: "
+                       "GLIBC TCMALLOC [GLIBC TCMALLOC ...], each pair at once on the two cores (training.allocators); "
+                       "writes --json (default results/bench/cpu-training-tcmalloc.json)")
   rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")
   rep.add_argument("--report", action="store_true",
                    help="check every GPU speed path against its reference and time it (ViT-B/16, ViViT-B/16x2) "
@@ -166,6 +170,15 @@ def run(args):
   """The benchmark of parsed arguments (see `parser`)."""
   if args.report:
     return report.run(args, machine())
+  if args.allocators:
+    if len(args.allocators) % 2:
+      raise ValueError(f"--allocators takes files in pairs (glibc's, tcmalloc's); got {len(args.allocators)}")
+    files = [results.read_json(f) for f in args.allocators]
+    out = training.allocators(list(zip(files[::2], files[1::2])))
+    path = args.json or str(results.results_root() / "bench" / "cpu-training-tcmalloc.json")
+    results.atomic_write_json(path, {"files": args.allocators, "machines": [f["machine"] for f in files], **out})
+    print(f"wrote {path}: tcmalloc over glibc by kind {out['with_overrides']['by_kind']}")
+    return out
   if args.training:
     return main_training(args)
   if args.reps is None:

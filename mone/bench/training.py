@@ -230,6 +230,37 @@ def paired(reference: list[dict], variant: list[dict]) -> dict:
   return {"per_arm": per_arm, "by_kind": by_kind}
 
 
+def allocators(sittings: list[tuple[dict, dict]]) -> dict:
+  """glibc's malloc against tcmalloc (`mone.train.hostmem`), which a process chooses once, at start:
+    sittings: (glibc's file, tcmalloc's file) of `measure` with the same arms and `pair`, each pair
+  run at once, one process pinned to each core, the cores swapped from one sitting to the next, so
+  that both allocators share each sitting's load and each core serves both.
+  Per arm and setting (the reference, and with the pair's overrides), tcmalloc's step rate over glibc's
+  (> 1: faster), the geometric mean over the sittings; per kind, the median over its arms; and
+  `cumulative`: tcmalloc with the overrides over glibc's reference, what the next profile's runs
+  gain on the profile's. MoNE's rate over the dense model's is read from tcmalloc's files."""
+  for glibc, tcm in sittings:
+    if (glibc["machine"].get("allocator"), tcm["machine"].get("allocator")) != ("glibc", "tcmalloc"):
+      raise ValueError("each sitting is (glibc's benchmark file, tcmalloc's); got allocators "
+                       f"{glibc['machine'].get('allocator')!r} and {tcm['machine'].get('allocator')!r}")
+  def rows(f, overrides):
+    return [r for r in f["rows"] if bool(r["overrides"]) == overrides]
+  def ratios(num, den):
+    return {a["arm"]: b["gflop_per_s"] / a["gflop_per_s"] for a, b in zip(den, num, strict=True) if a["arm"] == b["arm"]}
+  settings = {"reference": [ratios(rows(t, False), rows(g, False)) for g, t in sittings],
+              "with_overrides": [ratios(rows(t, True), rows(g, True)) for g, t in sittings],
+              "cumulative": [ratios(rows(t, True), rows(g, False)) for g, t in sittings]}
+  labels = {r["arm"]: r["label"] for r in sittings[0][0]["rows"]}
+  out = {"sittings": len(sittings), "overrides": next((r["overrides"] for r in sittings[0][1]["rows"] if r["overrides"]), [])}
+  for name, per_sitting in settings.items():
+    per_arm = {arm: round(float(np.exp(np.mean([np.log(s[arm]) for s in per_sitting]))), 3) for arm in per_sitting[0]}
+    by_kind = {label: round(float(np.median([v for a, v in per_arm.items() if labels[a] == label])), 3)
+               for label in dict.fromkeys(labels[a] for a in per_arm)}
+    out[name] = {"per_arm": per_arm, "by_kind": by_kind}
+  out["mone_over_dense_tcmalloc"] = [t["summary_with_overrides"]["mone_over_dense"] for _, t in sittings]
+  return out
+
+
 def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=print) -> dict:
   """Times the arms named (all by default) as the module docstring says; returns rows, summary
   and the matmul rates. pair: 'key=value' overrides (e.g. eval_batch_size=100): every arm is then
