@@ -10,7 +10,8 @@ taken on a subset of a plan's seeds.
 """
 from pathlib import Path
 
-from mone.chapters import preregistration, stats, verdicts
+from mone.chapters import claims as claims_lib
+from mone.chapters import preregistration, significance, stats, verdicts
 
 
 def planned_claims(plan: dict) -> dict[str, list[dict]]:
@@ -89,9 +90,15 @@ def _verdicts(verdict: str, familywise: str | None) -> str:
   return verdicts.VERDICT_LABEL[verdict] + fw
 
 
-def _interval(mean: float, ci95, n: int, test: str, p: float | None = None) -> str:
+def _interval(mean: float, ci95, n: int, test: str, m: dict | None = None) -> str:
+  """The interval as a cell; m: the claim as decided, whose p-value is shown with the direction it
+  tests, and its plain statement where it lies against the paper (`verdicts.against_paper`)."""
   welch = " (Welch, unpaired)" if test == "welch" else ""
-  p_text = f", p = {p:.2g}" if p is not None else ""
+  p_text = ""
+  if m is not None and m.get("p_value") is not None:
+    p_text = verdicts.p_cell(m["p_value"], m["relation"], m["tolerance"], m["verdict"])
+  if m is not None and (plain := verdicts.against_paper(m)):
+    p_text += f". {plain}"
   return f"{mean:+.2f}, 95% CI [{ci95[0]:+.2f}, {ci95[1]:+.2f}]{welch}, {n} seeds{p_text}"
 
 
@@ -113,8 +120,30 @@ def _tally(rows: list[tuple[str, str | None]]) -> str:
   """'2 reproduced, 1 not reproduced, 18 open (family-wise: ...)' of (verdict, family-wise verdict) pairs."""
   def count(vs):
     r, x = vs.count("reproduced"), vs.count("not reproduced")
-    return f"{r} reproduced, {x} not reproduced, {len(vs) - r - x} open"
+    return f"{r} reproduced, {x} not reproduced, {len(vs) - r - x} inconclusive"
   return f"{count([v for v, _ in rows])} (family-wise: {count([f or 'inconclusive' for _, f in rows])})"
+
+
+def _counted_by(plan_name: str, measured: dict, book: dict, ids: list) -> list[str]:
+  """Where the book's one tally (`significance.tally`) counts a claim by another definition than the
+  one this plan froze: a sentence per such claim, with the count this plan's definitions would give."""
+  changed = [i for i in ids if "plan_deviation" in book[i] and book[i]["plan_deviation"].get("plan") != plan_name
+             and (measured[i]["verdict"], measured[i]["verdict_familywise"])
+             != (claims_lib.counted_verdict(book[i]), book[i].get("verdict_familywise"))]
+  if not changed:
+    return []
+  own = significance.tally_text(significance.tally([measured[i] for i in ids]))
+  out = []
+  for i in changed:
+    dev = book[i]["plan_deviation"]
+    out.append(f"- The book counts every claim once, by the definition registered first: `{i}` by "
+               f"`{dev['plan']}`'s, since the change after it ({dev['what']}) came once that plan's first seeds had "
+               f"been seen: {verdicts.VERDICT_LABEL[claims_lib.counted_verdict(book[i])]} "
+               f"(family-wise: {verdicts.VERDICT_LABEL[book[i]['verdict_familywise']]}). Beside it, by the "
+               f"definition this plan froze: {verdicts.VERDICT_LABEL[measured[i]['verdict']]} (family-wise: "
+               f"{verdicts.VERDICT_LABEL[measured[i]['verdict_familywise']]}); counted that way, this plan's claims "
+               f"are family-wise {own}.")
+  return out
 
 
 def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, int], plan_name: str) -> str:
@@ -142,8 +171,11 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
                f"were the truth): about {sum(plan['claims'][i][expected_key]['decided'] for i in ids):.1f} of the {len(ids)} decided, "
                "the sum of the claims' estimated chances to be decided.")
   if measured:
-    lines.append(f"- **At {after}:** " + _tally([(measured[i]["verdict"], measured[i].get("verdict_familywise")) for i in ids])
-                 + ".")
+    book = {c["id"]: c for cs in chapters.values() for c in cs if c["id"] in measured}
+    verdict_counts = _tally([(claims_lib.counted_verdict(book[i]), None) for i in ids]).split(" (")[0]
+    lines.append(f"- **At {after}:** {verdict_counts} (family-wise: "
+                 f"{significance.tally_text(significance.tally([book[i] for i in ids]))}).")
+    lines += _counted_by(plan_name, measured, book, ids)
   else:
     lines.append(f"- **At {after}: not read yet.** {runs} of the {total} runs of seeds {seeds[0]}-{seeds[-1]} have committed "
                  f"their run file ({weights} their final parameters). The chapters read those seeds only once all "
@@ -156,7 +188,7 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
     now, e = f["now"], f[expected_key]
     m = measured.get(cid)
     at_ten = (f"{_verdicts(m['verdict'], m.get('verdict_familywise'))}: "
-              f"{_interval(m['measured'], m['ci95'], m['n_seeds'], m.get('test', ''), m.get('p_value'))}" if m else "not read yet")
+              f"{_interval(m['measured'], m['ci95'], m['n_seeds'], m.get('test', ''), m)}" if m else "not read yet")
     cells = [f"`{cid}`",
              f"{_verdicts(now['verdict'], now.get('verdict_familywise'))}: {_interval(now['mean'], now['ci95'], now['n_seeds'], f['definition']['test'])}",
              f"reproduces {100 * e['reproduced']:.0f}%, rules out {100 * e['not reproduced']:.0f}%",

@@ -137,3 +137,19 @@ def annotate(chapters: dict[str, list[dict]]) -> dict[str, list[dict]]:
         undecided = verdict == "inconclusive" or not kept[c["id"]]
         c["verdict_familywise"] = "inconclusive" if undecided else verdict
   return out
+
+
+def tally(claims: list[dict]) -> dict[str, int]:
+  """The book's one family-wise tally: {'reproduced', 'not reproduced', 'inconclusive'} counts over the
+  claims in Holm's family (those `annotate` gave a `verdict_familywise`), each claim counted once,
+  by the definition registered first (`claims.counted_verdict`: a claim changed after a plan is held
+  to that plan's test). The landing page, the claims tables and the seed-plan readouts all count
+  with it."""
+  fw = [c["verdict_familywise"] for c in claims if "verdict_familywise" in c]
+  r, x = fw.count("reproduced"), fw.count("not reproduced")
+  return {"reproduced": r, "not reproduced": x, "inconclusive": len(fw) - r - x}
+
+
+def tally_text(t: dict[str, int]) -> str:
+  """'7 reproduced, 1 not reproduced, 13 inconclusive' of `tally`."""
+  return f"{t['reproduced']} reproduced, {t['not reproduced']} not reproduced, {t['inconclusive']} inconclusive"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import claims as claims_lib
-from mone.chapters import significance
+from mone.chapters import significance, stats
 
 VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
                  "inconclusive": "inconclusive", "not testable": "not testable",
@@ -49,10 +49,55 @@ def caveat_lines(caveats: list[str]) -> str:
 def _deviation_cell(c: dict) -> str:
   """What a changed claim's table row adds: the pre-registered result beside the published one."""
   pre = c["plan_deviation"]["preregistered"]
-  p = f", p = {pre['p_value']:.2g}" if pre.get("p_value") is not None else ""
+  p = p_cell(pre["p_value"], c["relation"], c["tolerance"], pre["verdict"]) if pre.get("p_value") is not None else ""
   return (f"Pre-registered ({c['plan_deviation']['plan']}): {VERDICT_LABEL[pre['verdict']]}, "
           f"{fmt_value(pre['measured'], pre.get('unit', ''))}, 95% CI {fmt_ci(pre)}, {pre['n_seeds']} seeds{p}. As changed after the plan "
           f"({c['plan_deviation']['what']}): ")
+
+
+def p_tests(relation: str, tolerance: float, verdict: str) -> str:
+  """What a verdict's p-value tests, in words (`stats.interval_p_value`): the side of the tolerance
+  the interval is tested to lie on. A p-value of 1 then reads as what it is: the data point the
+  other way, not 'no evidence'."""
+  t = f"{tolerance:g}"
+  ruled_out = verdict == "not reproduced"
+  return {("beats", False): "above 0", ("beats", True): f"below +{t}" if tolerance else "below 0",
+          ("no_worse", False): f"above -{t}", ("no_worse", True): f"below -{t}",
+          ("matches", False): f"within ±{t}", ("matches", True): f"outside ±{t}"}[relation, ruled_out]
+
+
+def p_cell(p: float, relation: str, tolerance: float, verdict: str) -> str:
+  """', p = 0.077 (one-sided: above 0)': a p-value with the direction it tests."""
+  return f", p = {p:.2g} (one-sided: {p_tests(relation, tolerance, verdict)})"
+
+
+def against_paper(c: dict) -> str | None:
+  """A plain sentence where a trained claim's difference (MoNE minus the baseline, or the quantity
+  the paper says is positive) lies on the side against the paper, with its two-sided 95% interval: wholly below 0 ('measurably below'), or below
+  0 on its mean with the one-sided p-value of that direction; for 'matches', wholly on one side of 0.
+  None where neither holds (or the claim has no interval). The verdicts stay one-sided; this names
+  evidence that they, testing the paper's direction, cannot show."""
+  if c.get("kind") != "trained" or not c.get("ci95") or c.get("measured") is None:
+    return None
+  lo, hi = c["ci95"]
+  mean, tol, unit = c["measured"], c["tolerance"], c.get("unit", "")
+  shown = f"{fmt_value(mean, unit)}, two-sided 95% CI {fmt_ci(c)}"
+  if c["relation"] == "matches":
+    if lo > 0 or hi < 0:
+      side = "above" if lo > 0 else "below"
+      within = f"; within the ±{tol:g} tolerance is not ruled out" if -tol < lo and hi < tol else ""
+      return f"Measurably {side} 0: {shown}{within}."
+    return None
+  if hi < 0:
+    within = (f"; a drop within the {tol:g}-point tolerance is not ruled out"
+              if c["relation"] == "no_worse" and hi > -tol else "")
+    return f"Against the paper: measurably below 0, {shown}{within}."
+  if mean < 0:
+    seeds = c.get("per_seed_mone") if c.get("test") == "welch" else c.get("per_seed")
+    below = stats.interval_p_value(*significance.interval(c), "beats", 0.0, "not reproduced") if seeds and len(seeds) > 1 else None
+    p = f" (one-sided p = {below:.2g} for 'below 0')" if below is not None else ""
+    return f"Leans against the paper: below 0 on average, {shown}; 0 is not ruled out{p}."
+  return None
 
 
 def measured_cell(c) -> str:
@@ -66,7 +111,7 @@ def measured_cell(c) -> str:
   if c.get("n_runs"):
     out += f", {c['n_runs']} benchmark processes, {c['relation']} {c['threshold']:g} needed"
   if c.get("p_value") is not None:
-    out += f", p = {c['p_value']:.2g}"
+    out += p_cell(c["p_value"], c["relation"], c["tolerance"], c["verdict"])
   if "seeds_to_decide" in c and c["verdict"] == "inconclusive" and c["n_seeds"] >= claims_lib.MIN_SEEDS:
     n = c["seeds_to_decide"]
     way = {"reproduced": "reproduce it", "not reproduced": "rule it out"}[claims_lib.would_decide(c)]
@@ -74,6 +119,8 @@ def measured_cell(c) -> str:
             else "; more than 100 seeds for 80% power at this mean and spread")
   if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
     out += f" ({c['why']})"
+  if (plain := against_paper(c)) and c["verdict"] != "not testable":
+    out += f". {plain}"
   return out
 
 
@@ -135,11 +182,12 @@ def counts_by_kind(claims: list[dict]) -> str:
       continue
     label, aside = KIND_LABEL[kind]
     line = f"{label} ({len(cs)}{aside}): {counts(cs)}"
-    fw = [c for c in cs if "verdict_familywise" in c]
-    if fw:
-      n = {v: sum(c["verdict_familywise"] == v for c in fw) for v in claims_lib.VERDICTS}
-      line += (f"; family-wise over the {len(fw)} with 3 or more seeds (Holm, 5%): "
-               + ", ".join(f"{k} {v}" for v, k in n.items() if k))
+    if fw := significance.tally(cs):
+      if n := sum(fw.values()):
+        line += f"; family-wise over the {n} with 3 or more seeds (Holm, 5%): {significance.tally_text(fw)}"
+        line += "".join(f" (`{c['id']}` counted by `{c['plan_deviation']['plan']}`'s definition, the one registered "
+                        f"first; as changed after it, {c['plan_deviation']['what']}: {c['verdict']}, in its row)"
+                        for c in cs if "plan_deviation" in c and "verdict_familywise" in c)
     parts.append(line + ".")
   return " ".join(parts)
 

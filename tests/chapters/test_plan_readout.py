@@ -59,7 +59,8 @@ def test_once_read_each_claim_shows_its_plan_and_its_ten_seeds_with_the_family_w
   assert f"**not reproduced** (family-wise: **{beats['verdict_familywise']}**): {beats['measured']:+.2f}, " \
          f"95% CI [{lo:+.2f}, {hi:+.2f}], 10 seeds, p = {beats['p_value']:.2g}" in row
   assert row.index("inconclusive") < row.index("**not reproduced**")  # planned from, then decided
-  assert "- **At 10 seeds:** 1 reproduced, 1 not reproduced, 0 open (family-wise: 1 reproduced, 1 not reproduced, 0 open)." in text
+  assert "- **At 10 seeds:** 1 reproduced, 1 not reproduced, 0 inconclusive (family-wise: 1 reproduced, 1 not reproduced, 0 inconclusive)." in text
+  assert "The book counts every claim once" not in text  # no claim counted by another plan's definition
   # one claim still at five seeds (a chapter not re-executed): the readout does not call the plan read
   mixed = {"03_figure3_images": [ten["03_figure3_images"][0], five["03_figure3_images"][1]]}
   assert plan_readout.read(plan, mixed) == {}
@@ -139,9 +140,9 @@ def _as_preregistered(c):
 
 
 def test_the_family_wise_verdict_at_the_plans_seeds_rests_on_the_test_the_plan_froze():
-  # A claim changed after an earlier plan: the book's tallies hold it to that plan's test (here
-  # ruled out), this plan froze the changed one (open). Its readout must not set the earlier
-  # test's family-wise verdict beside its own.
+  # A claim changed after an earlier plan: the book's one tally holds it to that plan's test (here
+  # ruled out), this plan froze the changed one (open). Its row keeps this plan's verdicts; the
+  # summary counts the book's tally and says, beside it, what this plan's definitions would count.
   five = _chapters(FIVE, (0.3, -0.2, 0.1, 0.4, -0.5))
   plan = _plan(five)
   plan["notes"] = {"fig3.mone_beats_matvit": "an earlier plan decided it with another metric."}
@@ -160,7 +161,14 @@ def test_the_family_wise_verdict_at_the_plans_seeds_rests_on_the_test_the_plan_f
   text = plan_readout.table(plan, ten, (3, 3, 3), "seed_plan_10.json")
   row = _row(text, "fig3.mone_beats_matvit")
   assert "| inconclusive (family-wise: inconclusive): " in row and row.endswith("| as frozen |")
-  assert "- **At 10 seeds:** 1 reproduced, 0 not reproduced, 1 open (family-wise: 1 reproduced, 0 not reproduced, 1 open)." in text
+  assert ("- **At 10 seeds:** 1 reproduced, 1 not reproduced, 0 inconclusive (family-wise: 1 reproduced, 1 not reproduced, "
+          "0 inconclusive).") in text
+  assert significance.tally(list(book.values())) == {"reproduced": 1, "not reproduced": 1, "inconclusive": 0}
+  assert ("- The book counts every claim once, by the definition registered first: `fig3.mone_beats_matvit` by "
+          "`seed_plan.json`'s, since the change after it (w) came once that plan's first seeds had been seen: "
+          "**not reproduced** (family-wise: **not reproduced**). Beside it, by the definition this plan froze: inconclusive "
+          "(family-wise: inconclusive); counted that way, this plan's claims are family-wise 1 reproduced, "
+          "0 not reproduced, 1 inconclusive.") in text
   assert "Holm's correction at 5% over these 2 claims" in text
   assert "- `fig3.mone_beats_matvit`: an earlier plan decided it with another metric." in text
 
