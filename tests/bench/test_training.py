@@ -71,3 +71,39 @@ def test_the_matmul_rate_counts_multiply_accumulates():
   """n^3 multiply-accumulates over the median time: a rate of the same unit as `mone.flops`'s."""
   rate = training.matmul_rate(n=256, reps=3)
   assert 0.1 < rate < 1e4
+
+
+def _bench_file(allocator, rates):
+  """A --training --pair file: per arm, its reference rate and its rate with the overrides."""
+  rows = []
+  for arm, label, ref, fast in rates:
+    rows += [{"arm": arm, "label": label, "overrides": [], "gflop_per_s": ref},
+             {"arm": arm, "label": label, "overrides": ["model.weight_grad=direct"], "gflop_per_s": fast}]
+  return {"machine": {"allocator": allocator}, "rows": rows,
+          "summary_with_overrides": {"mone_over_dense": {"digits64": rates[1][3] / rates[0][3]}}}
+
+
+def test_allocators_pair_tcmalloc_with_glibc_per_sitting_and_combine_the_sittings(tmp_path):
+  # Sitting 1: tcmalloc 1.1x on ViT, 1.2x on MoNE; sitting 2: 1.0x and 1.3x (the cores swapped).
+  s1 = (_bench_file("glibc", [("image:vit", "ViT", 20, 30), ("image:mone:0.4", "MoNE", 10, 12)]),
+        _bench_file("tcmalloc", [("image:vit", "ViT", 22, 33), ("image:mone:0.4", "MoNE", 12, 14.4)]))
+  s2 = (_bench_file("glibc", [("image:vit", "ViT", 21, 30), ("image:mone:0.4", "MoNE", 10, 11)]),
+        _bench_file("tcmalloc", [("image:vit", "ViT", 21, 30), ("image:mone:0.4", "MoNE", 13, 14.3)]))
+  out = training.allocators([s1, s2])
+  assert out["with_overrides"]["per_arm"] == {"image:vit": round(float(np.sqrt(1.1 * 1.0)), 3),
+                                              "image:mone:0.4": round(float(np.sqrt(1.2 * 1.3)), 3)}
+  assert out["reference"]["by_kind"]["MoNE"] == round(float(np.sqrt(1.2 * 1.3)), 3)
+  # tcmalloc with the overrides over glibc as the profile trains: 33/20 and 30/21 for ViT.
+  assert out["cumulative"]["by_kind"]["ViT"] == round(float(np.sqrt(33 / 20 * 30 / 21)), 3)
+  assert out["mone_over_dense_tcmalloc"] == [{"digits64": 14.4 / 33}, {"digits64": 14.3 / 30}]
+  with pytest.raises(ValueError, match="each sitting is"):
+    training.allocators([(s1[1], s1[0])])
+  # The command: files in pairs, written where --json says.
+  paths = []
+  for i, f in enumerate(s1 + s2):
+    paths.append(tmp_path / f"{i}.json")
+    results.atomic_write_json(paths[-1], f)
+  cli.main(["--allocators", *map(str, paths), "--json", str(tmp_path / "out.json")])
+  assert results.read_json(tmp_path / "out.json")["cumulative"] == out["cumulative"]
+  with pytest.raises(ValueError, match="in pairs"):
+    cli.run(cli.parser().parse_args(["--allocators", str(paths[0])]))

@@ -65,3 +65,23 @@ def test_the_page_says_where_and_how_it_was_measured_and_draws_the_figure(tmp_pa
   fig = training_speed.figure(_doc())
   assert len(fig.axes[0].patches) == 4  # a bar per arm and setting
   fig.savefig(tmp_path / "f.png")
+
+
+def _alloc(vit=1.05, mone=1.2):
+  """An allocator comparison (`mone.bench.training.allocators`) over _doc's arms."""
+  by = lambda v, m: {"per_arm": {"image:vit": v, "image:mone:0.4": m}, "by_kind": {"ViT": v, "MoNE": m}}
+  return {"sittings": 2, "reference": by(vit, mone), "with_overrides": by(vit, mone),
+          "cumulative": by(2.08 * vit, 2.87 * mone), "mone_over_dense_tcmalloc": [{"digits64": 0.9}, {"digits64": 0.8}]}
+
+
+def test_with_tcmalloc_the_targets_read_the_allocators_sittings():
+  doc = _doc()
+  doc["rows"][1]["run"]["estimated_wall_s"] = 1800  # 30 min with glibc
+  text = training_speed.targets(doc, _alloc(vit=1.25))
+  assert text[0].startswith("every kind's step >= 2x its reference GFLOP/s: met (ViT 2.60x, MoNE 3.44x")
+  assert "met (digits64 0.85x)" in text[1]  # the median of the sittings' tcmalloc files
+  assert text[2] == ("a full image run (8,000 steps) under 25 minutes on one core: met (slowest ViT/MoNE arm image:vit: "
+                     "30 min estimated with glibc, 24 with tcmalloc)")  # 1800 / 1.25
+  page = training_speed.page(doc, None, _alloc())
+  assert "**With tcmalloc.**" in page and "| ViT | 1.05x | 1.05x | 2.18x |" in page and "**The allocator.**" in page
+  assert "**With tcmalloc.**" not in training_speed.page(doc, None)
