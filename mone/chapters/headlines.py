@@ -16,7 +16,7 @@ The chapters build their claims with the same functions (`comparisons.figure3`, 
 import re
 
 from mone import capacity, results
-from mone.chapters import analysis, calibration, claims, comparisons, experiments, plan
+from mone.chapters import analysis, calibration, claims, comparisons, experiments, plan, stats
 from mone.configs import figures
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
@@ -134,13 +134,13 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
   against Proportionate, whose static e_c is 0.27, at 0.4 against Uniform), and more accurate
   than each greedy one at e_c = 0.4 (the paper: they "exhibit inferior performance"); not
   testable where no seed has both runs yet."""
-  mone, stuck, gflops = {}, set(), {}  # stuck: MoNE capacities with a run that never left the chance plateau
+  mone, stuck, gflops = {}, set(), {}  # stuck: (MoNE capacity, seed) of a run that never left the chance plateau
   for base, seed, m in runs:
     if (e := re.fullmatch(r"temporal: MoNE e_c=([0-9.]+)", base)):
       mone.setdefault(float(e[1]), {})[seed] = analysis.points(m)[0]["accuracy_pct"]
       gflops[float(e[1])] = analysis.points(m)[0]["gflops"]
       if analysis.left_plateau(m) is False:
-        stuck.add(float(e[1]))
+        stuck.add((float(e[1]), seed))
   other = {}
   for base, seed, m in runs:
     if base.startswith("Table 1: "):
@@ -161,10 +161,23 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
     if not set(ref) & set(by_seed):
       out.append(claims.not_testable(*args, "trained", "no seed has both runs yet"))
       continue
-    out.append(claims.trained(*args, ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, relation=relation,
-                              tolerance=tol, learned=mone_e_c not in stuck and all(l is not False for _, l in by_seed.values()),
-                              note=_flops_note(short, gflops.get(mone_e_c), next(iter(by_seed.values()))[0]["gflops"], mone_e_c)))
+    stalled = sorted(s for s in set(ref) & set(by_seed) if (mone_e_c, s) in stuck or by_seed[s][1] is False)
+    c = claims.trained(*args, ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, relation=relation,
+                       tolerance=tol, learned=not stalled,
+                       note=_flops_note(short, gflops.get(mone_e_c), next(iter(by_seed.values()))[0]["gflops"], mone_e_c))
+    out.append(robust_beside(c, stalled))
   return out
+
+
+def robust_beside(c: dict, stalled: list[int]) -> dict:
+  """A Table 1 claim with, beside its frozen verdict, exploratory summaries that a run stuck at chance
+  cannot drive (`stats.robust`: median, Hodges-Lehmann with its interval), over the seeds whose
+  compared runs both left the chance plateau; `never_left_chance` names the others. A run that never left
+  chance is no measurement of its arm, so no number shown as an effect comes from it."""
+  if c["verdict"] == "not testable" or len(c.get("per_seed") or []) < claims.MIN_SEEDS:
+    return c
+  kept = [d for s, d in zip(c["seeds"], c["per_seed"]) if s not in stalled]
+  return {**c, **({"robust": stats.robust(kept)} if kept else {}), **({"never_left_chance": stalled} if stalled else {})}
 
 
 def _flops_note(short: str, mone_gflops: float | None, other_gflops: float, mone_e_c: float) -> str:

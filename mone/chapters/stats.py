@@ -160,3 +160,39 @@ def holm(p_values: dict, alpha: float = FAMILY_ALPHA) -> dict:
     going = going and p_values[key] <= alpha / (m - k)
     kept[key] = going
   return kept
+
+
+def signed_rank_cdf(n: int) -> np.ndarray:
+  """P(W+ <= w) for w = 0 .. n(n+1)/2, W+ the Wilcoxon signed-rank statistic of n differences
+  under the null (each rank's sign a fair coin), exact: the count of subsets of {1..n} by sum."""
+  counts = np.zeros(n * (n + 1) // 2 + 1)
+  counts[0] = 1
+  for r in range(1, n + 1):
+    counts[r:] = counts[r:] + counts[:-r].copy()
+  return np.cumsum(counts) / 2.0 ** n
+
+
+def hodges_lehmann(diffs, level: float = 0.95) -> tuple[float, float, float]:
+  """(estimate, low, high): the Hodges-Lehmann estimate of the centre of paired differences (the
+  median of their Walsh averages, (d_i + d_j) / 2 for i <= j) with its exact distribution-free
+  interval, the Walsh averages of ranks k and M + 1 - k (M of them; k - 1 the largest w with
+  P(W+ <= w) <= (1 - level) / 2). One run far off (a run stuck at chance) moves it by one rank, not
+  by its size. With too few differences for the level (n < 6 at 95%) the interval is unbounded (NaN)."""
+  d = np.asarray(list(diffs), float)
+  if d.ndim != 1 or not len(d):
+    raise ValueError(f"diffs must be a non-empty list of numbers, got {diffs!r}")
+  walsh = np.sort([(d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d))])
+  below = np.nonzero(signed_rank_cdf(len(d)) <= (1 - level) / 2)[0]
+  if not len(below):
+    return float(np.median(walsh)), math.nan, math.nan
+  k = int(below[-1]) + 1  # the rank (1-based) of the interval's low end
+  return float(np.median(walsh)), float(walsh[k - 1]), float(walsh[len(walsh) - k])
+
+
+def robust(diffs) -> dict:
+  """Summaries of paired differences that one outlying seed cannot drive: their median, and the
+  Hodges-Lehmann estimate with its 95% interval (`hodges_lehmann`); rounded as claims are."""
+  hl, lo, hi = hodges_lehmann(diffs)
+  r = lambda x: None if math.isnan(x) else round(x, 4)
+  return {"n": len(list(diffs)), "median": r(float(np.median(list(diffs)))), "hodges_lehmann": r(hl),
+          "hl_ci95": [r(lo), r(hi)]}

@@ -111,6 +111,34 @@ def chapter_claims(runs: list[tuple[str, int, dict]], tolerance: float = headlin
   return budget_claims() + headlines.table1_claims(runs, tolerance)
 
 
+FAR_BELOW = 5.0  # points under its arm's median: a run that stalled for much of its training
+
+
+def far_below(rows: list[dict], gap: float = FAR_BELOW) -> list[dict]:
+  """The runs of `table`'s rows that ended more than `gap` points below the median of their arm
+  (model and budget) over the seeds: the ones a mean over seeds follows rather than the arm."""
+  out = []
+  for label, name, e_c, _, _ in TABLE:
+    arm = [r for r in rows if r["distribution"] == label and (r["budget"] == "static" or r["e_c"] == e_c)]
+    median = float(np.median([r["accuracy_pct"] for r in arm])) if arm else 0.0
+    out += [{**r, "arm_median_pct": median} for r in arm if r["accuracy_pct"] < median - gap]
+  return out
+
+
+def far_below_text(rows: list[dict], gap: float = FAR_BELOW) -> str:
+  """What `far_below` finds, in words: each run with its accuracy and its arm's median, whether it
+  ever left the chance plateau, and how many are baselines (not MoNE)."""
+  runs = far_below(rows, gap)
+  if not runs:
+    return f"No run ended more than {gap:g} points below its arm's median."
+  name = lambda r: r["distribution"] + (f" e_c={r['e_c']:g}" if r["budget"] == "dynamic" else "")
+  listed = "; ".join(f"{name(r)} seed {r['seed']}: {r['accuracy_pct']:.1f}% (its arm's median "
+                     f"{r['arm_median_pct']:.1f}%{', never left chance' if r['learned'] is False else ''})" for r in runs)
+  baselines = sum(r["distribution"] != "MoNE" for r in runs)
+  return (f"{len(runs)} of {len(rows)} runs ended more than {gap:g} points below their arm's median, "
+          f"{baselines} of them in baseline arms: {listed}.")
+
+
 def mone_means(rows: list[dict]) -> str:
   """MoNE's mean accuracy at e_c 0.4 and 0.3 over the seeds trained, beside the paper's (nan: none)."""
   mean = lambda e: np.mean([r["accuracy_pct"] for r in rows if r["distribution"] == "MoNE" and r["e_c"] == e] or [np.nan])

@@ -100,9 +100,29 @@ def against_paper(c: dict) -> str | None:
   return None
 
 
+def robust_text(c: dict) -> str:
+  """'Exploratory, robust to single runs, over 9 seeds: median +0.10, Hodges-Lehmann +0.05 points,
+  95% CI [-1.20, +1.40]' of a claim's `robust` summaries ('' where it has none)."""
+  r = c.get("robust")
+  if not r:
+    return ""
+  ci = "" if r["hl_ci95"][0] is None else f", 95% CI [{r['hl_ci95'][0]:+.2f}, {r['hl_ci95'][1]:+.2f}] (Wilcoxon)"
+  return (f"Exploratory, robust to single runs, over {r['n']} seeds: median {r['median']:+.2f}, "
+          f"Hodges-Lehmann {r['hodges_lehmann']:+.2f} points{ci}")
+
+
 def measured_cell(c) -> str:
   """The measured cell: value, CI and seeds (with the p-value and the seeds that would decide it,
-  `mone.chapters.significance`), or why the claim is undecided."""
+  `mone.chapters.significance`), or why the claim is undecided. A claim with a run that never left
+  chance (`never_left_chance`) shows no number computed from it as a measurement: only the frozen
+  p-value, which Holm's family keeps, and the exploratory summaries over the other seeds."""
+  if seeds := c.get("never_left_chance"):
+    p = "" if c.get("p_value") is None else (f" The frozen analysis keeps its p-value ({c['p_value']:.2g}) in Holm's "
+                                             "family, which can only make the other claims' correction stricter.")
+    listed = ", ".join(map(str, seeds))
+    return (f"Not a measurement: the compared run{'s' * (len(seeds) > 1)} of seed{'s' * (len(seeds) > 1)} {listed} never "
+            f"left the chance plateau, so the mean over all {c['n_seeds']} seeds is no effect size.{p}"
+            + (f" {robust_text(c)}." if c.get("robust") else ""))
   out = fmt_value(c["measured"], c.get("unit", ""))
   if c.get("ci95"):
     out += f", 95% CI {fmt_ci(c)}" + (" (Welch, unpaired)" if c.get("test") == "welch" else "")
@@ -121,6 +141,8 @@ def measured_cell(c) -> str:
     out += f" ({c['why']})"
   if (plain := against_paper(c)) and c["verdict"] != "not testable":
     out += f". {plain}"
+  if robust := robust_text(c):
+    out += f". {robust}"
   return out
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mone import results
-from mone.chapters import experiments, plan, table1
+from mone.chapters import experiments, plan, stats, table1, verdicts
 from mone.configs import figures
 
 
@@ -107,6 +107,28 @@ def test_a_run_on_the_chance_plateau_makes_its_comparison_inconclusive():
   assert got["table1.mone04_vs_greedy"]["verdict"] == "inconclusive" and "never left" in got["table1.mone04_vs_greedy"]["why"]
 
 
+def test_a_run_that_never_left_chance_is_no_measurement_and_robust_summaries_leave_it_out():
+  # Seed 3's Greedy run never left chance (MoNE at 92%, Greedy at 10%); seeds 0-2 and 4 learned.
+  seeds = (0, 1, 2, 3, 4)
+  runs = _runs(seeds, mone04=0.92, greedy=0.90, uniform=0.91)
+  runs = [(b, s, _metrics(0.4, 0.10, learned=False)) if (b, s) == ("Table 1: Greedy e_c=0.4", 3) else (b, s, m)
+          for b, s, m in runs]
+  got = {c["id"]: c for c in table1.chapter_claims(runs)}
+  greedy, uniform = got["table1.mone04_vs_greedy"], got["table1.mone04_vs_uniform"]
+  assert greedy["never_left_chance"] == [3] and greedy["verdict"] == "inconclusive"
+  kept = [d for s, d in zip(greedy["seeds"], greedy["per_seed"]) if s != 3]
+  assert greedy["robust"] == stats.robust(kept) and greedy["robust"]["n"] == 4
+  assert max(greedy["per_seed"]) > 80 and greedy["robust"]["hodges_lehmann"] == pytest.approx(2.0)  # 92 - 90 points
+  cell = verdicts.measured_cell(greedy)
+  assert cell.startswith("Not a measurement: the compared run of seed 3 never left the chance plateau, so the mean "
+                         "over all 5 seeds is no effect size.")
+  assert "Exploratory, robust to single runs, over 4 seeds: median +2.00, Hodges-Lehmann +2.00 points" in cell
+  assert "95% CI [" not in cell.split("Hodges-Lehmann")[0] and "+83" not in cell  # no number from seed 3's run
+  # A comparison whose runs all learned shows its frozen interval and the robust summaries beside it.
+  assert "never_left_chance" not in uniform and uniform["robust"]["n"] == 5
+  assert verdicts.measured_cell(uniform).endswith(verdicts.robust_text(uniform))
+
+
 def _land_widths(seed, dense_val, quarter_val):
   """The temporal task's dense ViViT and MatViViT run files at seed, with their validation accuracies."""
   for cfg, extra in ((figures.video("temporal", kind="vit", seed=seed), {"accuracy": dense_val, "curve": [
@@ -130,3 +152,17 @@ def test_the_caveat_follows_how_well_the_temporal_task_separates_widths(tmp_path
   for s in seeds[:3]:
     _land_widths(s, 0.95, 0.85)
   assert table1.caveats("small", seeds) == []  # 10 points: the task discriminates
+
+
+def test_far_below_names_the_runs_a_mean_follows_and_counts_the_baselines():
+  seeds = (0, 1, 2, 3, 4)
+  runs = _runs(seeds, mone04=0.92, uniform=0.91)
+  runs = [(b, s, _metrics(0.4688, 0.14, learned=False, gflops=0.036)) if (b, s) == ("Table 1: Uniform", 2)
+          else (b, s, _metrics(0.4, 0.80, gflops=0.031)) if (b, s) == ("temporal: MoNE e_c=0.4", 4) else (b, s, m)
+          for b, s, m in runs]
+  rows = table1.table(runs, seeds)
+  assert [(r["distribution"], r["seed"]) for r in table1.far_below(rows)] == [("Uniform", 2), ("MoNE", 4)]
+  assert table1.far_below_text(rows) == (
+      "2 of 10 runs ended more than 5 points below their arm's median, 1 of them in baseline arms: Uniform seed 2: "
+      "14.0% (its arm's median 91.1%, never left chance); MoNE e_c=0.4 seed 4: 80.0% (its arm's median 92.1%).")
+  assert table1.far_below_text(table1.table(_runs(seeds, mone04=0.92), seeds)).startswith("No run ended")

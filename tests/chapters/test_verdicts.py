@@ -54,3 +54,15 @@ def test_nothing_is_said_where_the_data_lean_the_paper_s_way_or_a_match_straddle
   above = verdicts.against_paper(_claim([0.4, 0.5, 0.6, 0.5], relation="matches"))
   assert above.startswith("Measurably above 0") and above.endswith("within the ±1 tolerance is not ruled out.")
   assert verdicts.against_paper({"kind": "timing", "ci95": [-2, -1], "measured": -1.5}) is None
+
+
+def test_hodges_lehmann_inverts_the_wilcoxon_test_and_one_wild_seed_moves_it_by_a_rank():
+  d = [1.05, -3.1, -1.2, -0.1, -2.65, 1.6, 0.1, 1.55, 78.3, -2.55]  # one seed far off
+  hl, lo, hi = stats.hodges_lehmann(d)
+  assert abs(hl) < 0.5 and np.mean(d) > 7  # the mean follows the wild seed; the estimate does not
+  # The interval is the shifts the exact two-sided signed-rank test does not reject at 5%.
+  p = lambda shift: stats.scipy.stats.wilcoxon(np.asarray(d) - shift, method="exact").pvalue
+  assert p(lo + 1e-6) >= 0.05 and p(hi - 1e-6) >= 0.05
+  assert p(lo - 1e-3) < 0.05 and p(hi + 1e-3) < 0.05
+  assert stats.signed_rank_cdf(10)[8] == pytest.approx(25 / 1024)  # P(W+ <= 8) for n = 10: the 5% critical value
+  assert np.isnan(stats.hodges_lehmann([1.0, 2.0, 3.0])[1])  # too few seeds for a 95% interval
