@@ -149,7 +149,9 @@ def landing_figure(claims: list[dict], path) -> None:
   design, `claims.PAIRING`), coloured by the verdict a tally counts (`claims.counted_verdict`;
   the mean hollow where the family-wise verdict, `significance.annotate`, does not keep it), and
   the band or threshold its claim must clear. Two panels on their own axes: the accuracy comparisons
-  (Figures 3, 4, 6, Table 1), then the trends (`TREND_PREFIXES`). matplotlib is imported here
+  (Figures 3, 4, 6), Table 1's on an axis of its own (a stalled run's difference of tens of points
+  widens its intervals, which would shrink the others to a few pixels; its exploratory Hodges-Lehmann
+  estimates beside them), then the trends (`TREND_PREFIXES`). matplotlib is imported here
   only: the book's environment has none and only references the committed figure."""
   import matplotlib
   matplotlib.use("Agg")
@@ -157,7 +159,11 @@ def landing_figure(claims: list[dict], path) -> None:
   import matplotlib.patches
   import matplotlib.pyplot as plt
   cs = _with_interval(claims)
-  panels = [("Accuracy: MoNE minus the baseline (points)", [c for c in cs if not c["id"].startswith(TREND_PREFIXES)]),
+  table1 = lambda c: c["id"].startswith("table1.")
+  panels = [("Accuracy: MoNE minus the baseline (points)",
+             [c for c in cs if not c["id"].startswith(TREND_PREFIXES) and not table1(c)]),
+            ("Table 1: MoNE minus each allocation (points); stalled runs drive the means",
+             [c for c in cs if table1(c)]),
             ("Drops and token precision (points)", [c for c in cs if c["id"].startswith(TREND_PREFIXES)])]
   panels = [(t, p) for t, p in panels if p]
   if not panels:
@@ -179,6 +185,10 @@ def landing_figure(claims: list[dict], path) -> None:
         ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
       elif c["relation"] == "no_worse":
         ax.plot([-tol, -tol], [y - 0.4, y + 0.4], color="#56b4e9", lw=1.5)
+      if (r := c.get("robust")) and r["hodges_lehmann"] is not None:  # exploratory, beside the frozen interval
+        ax.plot(r["hodges_lehmann"], y - 0.25, "D", color="k", ms=4)
+        if r["hl_ci95"][0] is not None:
+          ax.plot(r["hl_ci95"], [y - 0.25, y - 0.25], color="k", lw=1)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(pcs)), [c["id"] + (" (pre-registered)" if "plan_deviation" in c else "")
                                    + (" (unpaired)" if claims_lib.counted(c).get("test") == "welch" else "")
@@ -193,6 +203,9 @@ def landing_figure(claims: list[dict], path) -> None:
   if any(c.get("verdict_familywise", claims_lib.counted_verdict(c)) != claims_lib.counted_verdict(c) for c in cs):
     handles.append(matplotlib.lines.Line2D([], [], marker="o", color="0.3", mfc="white", ls="", label="not kept family-wise"))
   handles.append(matplotlib.patches.Patch(color="#56b4e9", alpha=0.25, label="where 'matches' / 'no worse' must lie"))
+  if any(c.get("robust") for c in cs):
+    handles.append(matplotlib.lines.Line2D([], [], marker="D", color="k", lw=1, ms=4,
+                                           label="Hodges-Lehmann, 95% CI (exploratory)"))
   # below the panels, off the data
   fig.legend(handles=handles, fontsize=10, loc="lower center", ncol=3, frameon=False)
   fig.tight_layout(rect=(0, 0.08, 1, 1))
