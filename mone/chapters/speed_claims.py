@@ -12,12 +12,17 @@ import numpy as np
 
 from mone.bench import repeats
 from mone.bench import targets as bench_targets
-from mone.chapters import claims
+from mone.chapters import claims, stats
 
 # The tests, stated before measuring. Latency: the paper's 1.97x at e_c = 0.3, met within 10% or
 # better. Linear: least squares of latency on analytic FLOPs over the dense model and MoNE at
 # every e_c timed, R^2 at least 0.95. Routing: at most the paper's 0.3% of the forward.
 PAPER_LATENCY_GAIN, LATENCY_TOLERANCE = 1.97, 0.10
+# The paper's row (376 against 162 GFLOPs) has 2.32x fewer FLOPs. It labels that row e_c = 0.3, yet
+# in this repository's FLOP count e_c = 0.3 gives 2.88x fewer and e_c = 0.4 gives 2.28x (chapter 04
+# finds the paper's 162.8 GFLOPs at e_c = 0.4): the latency claim is tested at the e_c whose FLOP
+# ratio is nearest the paper's, its operating point, and the e_c = 0.3 reading is shown beside it.
+PAPER_FLOP_RATIO = 376 / 162
 LINEAR_R2 = 0.95
 ROUTING_SHARE_PCT = 0.3
 V100 = "NeurIPS version, one V100"
@@ -48,22 +53,35 @@ def _mone_row(rows, e_c):
   return next(r for r in rows if r["model"] == "mone" and abs(r["e_c"] - e_c) < 1e-9)
 
 
+def matched_e_c(rows) -> float:
+  """The MoNE e_c of one process's video rows whose FLOP ratio to the dense model is nearest the
+  paper's (`PAPER_FLOP_RATIO`)."""
+  return min((r for r in rows if r["model"] == "mone"), key=lambda r: abs(r["flop_ratio"] - PAPER_FLOP_RATIO))["e_c"]
+
+
 def paper_claims(rep: dict) -> list[dict]:
   """The paper's three wall-clock claims from the repeated files (`repeated`)."""
   video = [b["rows"] for b in rep["video"]]
   clip = video[0][0]["workload"]
-  at03 = [_mone_row(rows, 0.3) for rows in video]
-  ratio = at03[0]["flop_ratio"]
+  e_c = matched_e_c(video[0])
+  at = [_mone_row(rows, e_c) for rows in video]
+  at03 = [_mone_row(rows, 0.3)["speedup"] for rows in video]
+  mean03, lo03, hi03 = stats.paired_ci(at03)
+  ratio03 = _mone_row(video[0], 0.3)["flop_ratio"]
   routing = [next(r for r in b["rows"] if r["model"] == "routing") for b in rep["routing"]]
   e_cs = ", ".join(f"{r['e_c']:g}" for r in video[0] if r["model"] == "mone")
   return [
       claims.timing("speed.paper.video_latency_gain",
-                    f"{clip}, one clip: MoNE at e_c = 0.3 runs with about 2x lower latency than the dense model "
+                    f"{clip}, one clip: MoNE at e_c = {e_c:g}, where its FLOPs are {at[0]['flop_ratio']:.2f}x fewer than "
+                    f"the dense model's (the paper's row: {PAPER_FLOP_RATIO:.2f}x), runs with about 2x lower latency "
                     f"(at least {PAPER_LATENCY_GAIN * (1 - LATENCY_TOLERANCE):.2f}x: the paper's {PAPER_LATENCY_GAIN}x "
                     f"within {LATENCY_TOLERANCE:.0%})",
-                    f"1.97x lower latency (1.94x throughput) at 2.32x fewer FLOPs ({V100})", [r["speedup"] for r in at03],
+                    f"1.97x lower latency (1.94x throughput) at 2.32x fewer FLOPs ({V100})", [r["speedup"] for r in at],
                     threshold=PAPER_LATENCY_GAIN * (1 - LATENCY_TOLERANCE), unit="x",
-                    note=f"this MoNE's FLOP ratio at e_c = 0.3 is {ratio:.2f}, the paper's 2.32"),
+                    note=(f"The paper labels its row e_c = 0.3; here e_c = 0.3 has {ratio03:.2f}x fewer FLOPs, more than "
+                          f"the paper's {PAPER_FLOP_RATIO:.2f}x, so the claim is tested at e_c = {e_c:g}, the same FLOP "
+                          f"ratio. At e_c = 0.3, as this claim was tested before: {mean03:.2f}x, 95% CI "
+                          f"[{lo03:.2f}, {hi03:.2f}] over the same processes.")),
       claims.timing("speed.paper.latency_linear_in_flops",
                     f"{clip}: latency is linear in FLOPs across the dense model and MoNE at e_c = {e_cs} "
                     f"(R^2 of a least-squares line at least {LINEAR_R2})",

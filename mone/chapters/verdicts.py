@@ -143,6 +143,8 @@ def measured_cell(c) -> str:
     out += f". {plain}"
   if robust := robust_text(c):
     out += f". {robust}"
+  if c.get("kind") == "timing" and c.get("note"):  # how the timing was read (e.g. at which operating point)
+    out += f". {c['note']}"
   return out
 
 
