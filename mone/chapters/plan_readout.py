@@ -116,12 +116,15 @@ def _definition_cell(cid: str, frozen: dict, now: dict | None, plan_name: str) -
   return out
 
 
+def _count(verdicts_: list[str]) -> str:
+  """'2 reproduced, 1 not reproduced, 18 inconclusive' of a list of verdicts."""
+  r, x = verdicts_.count("reproduced"), verdicts_.count("not reproduced")
+  return f"{r} reproduced, {x} not reproduced, {len(verdicts_) - r - x} inconclusive"
+
+
 def _tally(rows: list[tuple[str, str | None]]) -> str:
-  """'2 reproduced, 1 not reproduced, 18 open (family-wise: ...)' of (verdict, family-wise verdict) pairs."""
-  def count(vs):
-    r, x = vs.count("reproduced"), vs.count("not reproduced")
-    return f"{r} reproduced, {x} not reproduced, {len(vs) - r - x} inconclusive"
-  return f"{count([v for v, _ in rows])} (family-wise: {count([f or 'inconclusive' for _, f in rows])})"
+  """'2 reproduced, 1 not reproduced, 18 inconclusive (family-wise: ...)' of (verdict, family-wise verdict) pairs."""
+  return f"{_count([v for v, _ in rows])} (family-wise: {_count([f or 'inconclusive' for _, f in rows])})"
 
 
 def _counted_by(plan_name: str, measured: dict, book: dict, ids: list) -> list[str]:
@@ -172,7 +175,7 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
                "the sum of the claims' estimated chances to be decided.")
   if measured:
     book = {c["id"]: c for cs in chapters.values() for c in cs if c["id"] in measured}
-    verdict_counts = _tally([(claims_lib.counted_verdict(book[i]), None) for i in ids]).split(" (")[0]
+    verdict_counts = _count([claims_lib.counted_verdict(book[i]) for i in ids])
     lines.append(f"- **At {after}:** {verdict_counts} (family-wise: "
                  f"{significance.tally_text(significance.tally([book[i] for i in ids]))}).")
     lines += _counted_by(plan_name, measured, book, ids)

@@ -98,8 +98,7 @@ class Run:
 
   def run_path(self, root) -> Path:
     """Where its run file lands under the results folder `root` (the twin's under its own folder)."""
-    cfg = self.config()
-    return root / (TWIN_FOLDER if self.twin else FOLDER) / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
+    return root / (TWIN_FOLDER if self.twin else FOLDER) / "runs" / experiments.run_path(self.config()).name
 
 
 def runs(task: str, candidate: str, stage: str) -> list[Run]:
