@@ -3,7 +3,7 @@ headless Chromium run per page.
 
 The server adds a probe script to the pages it is asked for with PROBE_QUERY; once a page has
 loaded, the probe POSTs what the reader's browser shows (images, formulas, page height, tables
-wider than their column) back to the server. Chromium's network log and console are read back
+wider than their column, header cells that wrap inside a word) back to the server. Chromium's network log and console are read back
 after it exits, so a page that reaches for the internet, or throws, is caught.
 """
 import functools
@@ -51,6 +51,21 @@ window.addEventListener('load', function () {
             }),
             mathjax: !!(window.MathJax && window.MathJax.startup), problems: problems,
             height: document.documentElement.scrollHeight,
+            // A header cell whose word the browser wrapped inside it ("varian / t"): one word, two lines.
+            broken_headers: Array.prototype.filter.call(document.querySelectorAll('article th'), function (th) {
+              var walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT), node;
+              while ((node = walker.nextNode())) {
+                var re = /[^\s\-\/]{2,}/g, m;  // a break after a hyphen or slash is between words
+                while ((m = re.exec(node.data))) {
+                  var range = document.createRange();
+                  range.setStart(node, m.index);
+                  range.setEnd(node, m.index + m[0].length);
+                  var tops = Array.prototype.map.call(range.getClientRects(), function (r) { return Math.round(r.top); });
+                  if (new Set(tops).size > 1) return true;
+                }
+              }
+              return false;
+            }).map(function (th) { return th.textContent.trim().slice(0, 60); }),
             wide_tables: Array.prototype.filter.call(document.querySelectorAll('article table'), function (t) {
               var box = t.parentElement;  // the theme wraps a table in a scrolling container
               return t.getBoundingClientRect().width > box.clientWidth + 2 || box.scrollWidth > box.clientWidth + 2;

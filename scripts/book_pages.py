@@ -19,6 +19,13 @@ IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 RICHER_MIMES = ("application/vnd.jupyter.widget-view+json", "application/javascript", "text/html")
 HIDDEN_TAGS = {"remove-cell", "remove-output", "remove_cell", "remove_output"}
 EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.I)  # http://, https://, //host
+# Words of the project's working history, which a reader does not have ("landed", a GPU "lent" for
+# a "loan", numbered issues and sessions), and the names that only the code or git knows: a 12-digit
+# run or definition hash, a commit with its +dirty flag. A page names the thing itself ("the run of
+# seed 4", "the GPU report").
+PROCESS_WORDS = re.compile(
+    r"\b(?:landed|loan|lent|(?:issue|session)s?\s+#?\d+|sessions?)\b"
+    r"|\b[0-9a-f]{7,40}\+dirty\b|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{12}\b", re.I)
 
 
 class Failures(list):
@@ -63,6 +70,59 @@ def notebook_image_outputs(nb_path):
       if any(m in data for m in IMAGE_MIMES) and not any(m in data for m in RICHER_MIMES):
         count += 1
   return count
+
+
+def reader_text(page_html):
+  """(prose, code spans) of a page as a reader sees them: its text outside <script>, <style> and
+  <pre> (code cells and their outputs' listings), and the text of each inline <code> span in it."""
+  prose, spans = [], []
+
+  class Parser(HTMLParser):
+    skip, code = 0, None
+
+    def handle_starttag(self, tag, attrs):
+      if tag in ("script", "style", "pre"):
+        self.skip += 1
+      elif tag == "code" and not self.skip:
+        self.code = []
+
+    def handle_endtag(self, tag):
+      if tag in ("script", "style", "pre"):
+        self.skip = max(0, self.skip - 1)
+      elif tag == "code" and self.code is not None:
+        spans.append("".join(self.code).strip())
+        self.code = None
+
+    def handle_data(self, data):
+      if not self.skip:
+        prose.append(data)
+        if self.code is not None:
+          self.code.append(data)
+
+  Parser().feed(page_html)
+  return " ".join(prose), spans
+
+
+def process_words(page_html):
+  """Each distinct process word or internal hash (`PROCESS_WORDS`) a reader sees on the page, with
+  a few words around it."""
+  prose, _ = reader_text(page_html)
+  prose = re.sub(r"\s+", " ", prose)
+  return sorted({f"{m.group(0)!r} in '...{prose[max(0, m.start() - 30):m.end() + 20].strip()}...'"
+                 for m in PROCESS_WORDS.finditer(prose)})
+
+
+FILE_SUFFIX = re.compile(r"\.(?:json|csv|png|svg|py|ipynb|md|yml|txt)$")
+
+
+def internal_names(page_html, modules, claim_ids=()):
+  """The inline code spans of a page's prose that name a module of the package or one of its
+  attributes (`claims.PAIRING`, `mone.chapters.analysis.left_plateau`): code talk in a reader's text.
+  A file's name (`claims.json`) and a claim's id (`table1.mone04_vs_uniform`, how the tables name
+  a claim) are not code talk."""
+  _, spans = reader_text(page_html)
+  name = re.compile(r"^(?:mone\.)?(?:[a-z_]+\.)*(?:" + "|".join(map(re.escape, sorted(modules))) + r")(?:\.\w+)+$")
+  return sorted({s for s in spans if name.match(s) and not FILE_SUFFIX.search(s) and s not in set(claim_ids)})
 
 
 def static_refs(page_html):

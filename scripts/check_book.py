@@ -10,12 +10,22 @@ no less than MIN_FIGURE_SCALE of its pixel width (a notebook chapter as many as 
 outputs); typeset every formula (MathJax) with no JavaScript error or MathJax complaint; and, for a
 chapter, open with its verdict table, before any code cell, showing no stderr output.
 
+What a reader must be able to read (measured, not eyeballed): every figure's smallest text at least
+MIN_TEXT_PX screen pixels at the width the browser shows it (from the legibility audit each figure
+carries in its PNG, `mone.chapters.legibility`), no legend over data, no two legend entries drawn
+alike; no table header that wraps inside a word; no page taller than MAX_PAGE_HEIGHT; no words of
+the project's working history or internal hashes in any page's text, and no module names in a
+chapter's prose (`book_pages.process_words`, `book_pages.internal_names`).
+
 Then it screenshots the landing page to results/book_landing.png. Needs PyYAML and Chromium
 (`apt-get install chromium`, or $CHROMIUM); exits 1 listing every failure, 2 if it cannot run.
 """
 import argparse
+import json
+import os
 import pathlib
 import sys
+import urllib.parse
 
 # Its modules sit beside it: importable when run as a script and when loaded by path (tests).
 # book_pages holds the checks of the HTML files, book_browser the server and Chromium.
@@ -24,9 +34,16 @@ import book_browser  # noqa: E402
 import book_pages  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from mone.chapters import legibility  # noqa: E402  (reads a figure's audit: no JAX, no matplotlib)
 MIN_FIGURE_SCALE = 0.3  # a figure shown below this fraction of its pixel width is unreadable
 WINDOW = (1400, 900)  # the reader's window, as wide as a laptop's
 MAX_LANDING_HEIGHT = 6000  # px at WINDOW's width: the answer, not every table, on the landing page
+MAX_PAGE_HEIGHT = 9000  # px at WINDOW's width: a longer page is two topics (the API reference excepted)
+MIN_TEXT_PX = 9  # screen pixels of a figure's smallest text, at the width the page shows it
+CODE_PAGES = ("api",)  # pages about the code itself: module names and hashes are their subject
+# Pages whose length is their purpose: every claim's table on one page (the README links it as such).
+LONG_PAGES = CODE_PAGES + ("claims",)
 PAGE_TIMEOUT_S = 90  # real seconds for one page to load and report; 2-5 s is normal on 2 cores
 
 LANDING_PAGE, LANDING_FIGURE = "intro", "landing.png"  # the book's root page leads with this figure
@@ -48,6 +65,7 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
     failures.add(page, "not built (listed in the toc, missing from the HTML output)")
     return None
   book_pages.check_html(docname, file, book_dir, failures)
+  check_words(docname, file.read_text(encoding="utf-8"), failures)
   report = book_browser.load_page(page, server, chromium, WINDOW, PAGE_TIMEOUT_S, failures)
   if report is None:
     return None
@@ -55,7 +73,52 @@ def check_page(docname, html_dir, book_dir, server, chromium, failures):
     failures.add(page, report["error"])
     return None
   check_report(docname, report, failures)
+  check_figures(docname, report["imgs"], html_dir, failures)
   return report
+
+
+def check_words(docname, text, failures):
+  """Process words and hashes on every page but the code's own; module names in a chapter's prose."""
+  if docname in CODE_PAGES:
+    return
+  page = f"{docname}.html"
+  for hit in book_pages.process_words(text):
+    failures.add(page, f"process word or internal hash in the text: {hit}")
+  if docname.startswith("notebooks/") or docname == LANDING_PAGE:
+    modules = {p.stem for p in (ROOT / "mone").rglob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in (ROOT / "mone").rglob("*") if p.is_dir() and (p / "__init__.py").exists()}
+    claim_ids = {c["id"] for f in (ROOT / "results").glob("*/claims.json") for c in _claims(f)}
+    for name in book_pages.internal_names(text, modules, claim_ids):
+      failures.add(page, f"a module's name in the prose: `{name}` (say what it is)")
+
+
+def _claims(path):
+  """The claims of a chapter's claims.json (a list, or a dict with a 'claims' list)."""
+  data = json.loads(path.read_text())
+  return data["claims"] if isinstance(data, dict) else data
+
+
+def check_figures(docname, imgs, html_dir, failures):
+  """Each figure's legibility audit (`mone.chapters.legibility`, in its PNG), scaled to the width
+  the browser shows it at: its smallest text in screen pixels, legends over data, alike entries."""
+  page = f"{docname}.html"
+  for img in imgs:
+    src = img.get("src") or ""
+    if "_images/" not in src or not src.endswith(".png") or not img.get("loaded") or not img.get("shown"):
+      continue
+    file = pathlib.Path(os.path.normpath((html_dir / docname).parent / urllib.parse.unquote(src)))
+    audit = legibility.read(file.read_bytes()) if file.is_file() else None
+    name = src.rsplit("/", 1)[-1]
+    if audit is None:
+      failures.add(page, f"figure {name} carries no legibility audit (draw it with Chapter.show or plots.save_png)")
+      continue
+    if audit["min_text_px"] is not None:
+      shown_px = audit["min_text_px"] * img["shown"] / img["natural"]
+      if shown_px < MIN_TEXT_PX:
+        failures.add(page, f"figure {name}: its smallest text ({audit['min_text']!r}) is {shown_px:.1f} px "
+                           f"on screen, shown at {img['shown']:.0f} of {img['natural']} px; at least {MIN_TEXT_PX}")
+    for problem in audit["covers_data"] + audit["alike"]:
+      failures.add(page, f"figure {name}: {problem}")
 
 
 def check_report(docname, report, failures):
@@ -78,6 +141,10 @@ def check_report(docname, report, failures):
     failures.add(page, f"a table is wider than its column at {WINDOW[0]} px (clipped or scrolling): it starts {table!r}")
   if docname == LANDING_PAGE and report.get("height", 0) > MAX_LANDING_HEIGHT:
     failures.add(page, f"the landing page is {report['height']} px tall at {WINDOW[0]} px wide; at most {MAX_LANDING_HEIGHT}")
+  elif docname not in LONG_PAGES and report.get("height", 0) > MAX_PAGE_HEIGHT:
+    failures.add(page, f"{report['height']} px tall at {WINDOW[0]} px wide; at most {MAX_PAGE_HEIGHT} (split it)")
+  for header in report.get("broken_headers", []):
+    failures.add(page, f"a table header wraps inside a word: {header!r}")
   if report["math"]:
     if not report["mathjax"]:
       failures.add(page, f"{report['math']} formula(s) but MathJax did not start")

@@ -8,7 +8,9 @@ import dataclasses
 
 import matplotlib.pyplot as plt
 
-from mone.chapters import analysis, experiments, plan, plots
+from mone.chapters import analysis, experiments, legibility, plan, plots
+
+INLINE_DPI = 100  # the inline backend's: a chapter's figures keep the pixel size they had
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +26,17 @@ class Chapter:
   def show(self, fig, name: str) -> None:
     """Saves a figure under results/<chapter>/ (PNG and SVG) and shows it in the notebook."""
     experiments.save_figure(fig, self.name, name)
-    plt.show()
+    display(fig)
+
+
+def display(fig) -> None:
+  """Shows a figure in the notebook as the inline backend would (a PNG at INLINE_DPI, tight bounding
+  box), with its legibility audit in the PNG (`mone.chapters.legibility`) for the book's check, and
+  closes it."""
+  import IPython.display as ipd
+  data, _ = legibility.png(fig, INLINE_DPI)
+  plt.close(fig)
+  ipd.display(ipd.Image(data))
 
 
 def setup(namespace: dict, name: str) -> Chapter:

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from mone import results
+from mone.chapters import legibility
 from mone.models import kinds
 from mone.configs import profiles, schema
 
@@ -157,9 +158,11 @@ def save_figure(fig, notebook: str, name: str) -> list[Path]:
   for ext in ("png", "svg"):
     p = out / f"{name}.{ext}"
     tmp = p.with_suffix(f".tmp.{ext}")
-    # A fixed hash salt makes the SVG's element ids, and so the file, the same on every run.
-    with matplotlib.rc_context({"svg.hashsalt": "mone"}):
-      fig.savefig(tmp, dpi=150, bbox_inches="tight", metadata={"Date": None} if ext == "svg" else None)
+    if ext == "png":  # with its legibility audit, read where a page shows it (scripts/check_book.py)
+      tmp.write_bytes(legibility.png(fig, 150)[0])
+    else:  # a fixed hash salt makes the SVG's element ids, and so the file, the same on every run
+      with matplotlib.rc_context({"svg.hashsalt": "mone"}):
+        fig.savefig(tmp, dpi=150, bbox_inches="tight", metadata={"Date": None})
     os.replace(tmp, p)
     paths.append(p)
   return paths

@@ -138,3 +138,54 @@ def test_book_check_knows_the_landing_figure_when_it_renders():
   assert not check_book.landing_figure_rendered([{**shown, "loaded": False}])
   assert not check_book.landing_figure_rendered([{**shown, "natural": 0}])
   assert not check_book.landing_figure_rendered([])
+
+
+def _script(name):
+  spec = importlib.util.spec_from_file_location(name, results.REPO / "scripts" / f"{name}.py")
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_book_check_finds_process_words_hashes_and_module_names_in_prose_only():
+  pages = _script("book_pages")
+  html = ("<p>Seeds 5-9 have landed; the GPU was lent for a loan. Run moving_temporal-mone-2fc8d1d7cc65 at "
+          "5a852484da9a+dirty.</p><p>The landing page, the e_c grid of 0.3 and a 12-letter word: deadbeefcafe.</p>"
+          "<pre>landed = plan_readout.landed(x)</pre><script>var lent = 1;</script>")
+  found = {hit.split("'")[1] for hit in pages.process_words(html)}
+  # Not "landing", not a 12-letter word of hex letters, not code (<pre>) or scripts.
+  assert found == {"landed", "lent", "loan", "2fc8d1d7cc65", "5a852484da9a+dirty"}
+  prose = ('<p>By <code class="x"><span class="pre">claims.PAIRING</span></code> and <code>python -m mone.bench</code>'
+           ' or <code>mone.chapters.analysis.left_plateau</code>.</p><pre><code>claims.write(x)</code></pre>')
+  assert pages.internal_names(prose, {"claims", "analysis", "bench"}) == ["claims.PAIRING", "mone.chapters.analysis.left_plateau"]
+
+
+def test_book_check_measures_a_figures_text_where_the_page_shows_it(tmp_path):
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  from mone.chapters import legibility
+  check_book = _script("check_book")
+  fig, ax = plt.subplots(figsize=(8, 3))
+  ax.plot([0, 1], [0, 1], "o-", label="a")
+  ax.plot([0, 1], [1, 0], "o-", label="b", color=ax.lines[0].get_color())
+  ax.tick_params(labelsize=9)  # 12.5 px at 100 dpi
+  ax.legend(loc="center")
+  data, report = legibility.png(fig, 100)
+  plt.close(fig)
+  (tmp_path / "_images").mkdir()
+  (tmp_path / "_images" / "f.png").write_bytes(data)
+  (tmp_path / "_images" / "bare.png").write_bytes(data[:33] + data[-12:])  # IHDR and IEND only: no audit
+  natural = report["width_px"]
+  img = {"src": "../_images/f.png", "loaded": True, "natural": natural}
+  failures = []
+  fails = type("F", (list,), {"add": lambda self, page, msg: self.append(msg)})
+  failures = fails()
+  check_book.check_figures("notebooks/x", [{**img, "shown": natural}], tmp_path, failures)
+  assert not any("smallest text" in f for f in failures)  # 12.5 px at full width
+  assert any("covers" in f for f in failures) and any("look the same" in f for f in failures)
+  failures = fails()
+  check_book.check_figures("notebooks/x", [{**img, "shown": natural * 0.6},
+                                           {**img, "src": "../_images/bare.png", "shown": 100}], tmp_path, failures)
+  assert any("smallest text" in f and "7.5 px" in f for f in failures)  # 12.5 px shown at 60%
+  assert any("bare.png carries no legibility audit" in f for f in failures)
