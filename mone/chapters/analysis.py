@@ -230,7 +230,9 @@ def format_table(rows: list[dict], columns: list[str], digits: int = 4) -> Table
   widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
   text = "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells)
   md_row = lambda row: "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
-  markdown = "\n".join([md_row(columns), "|" + "---|" * len(columns)] + [md_row(r) for r in cells[1:]]) + "\n"
+  # Headed in words (router_precision: "router precision"), so a narrow column wraps between words.
+  markdown = "\n".join([md_row([c.replace("_", " ") for c in columns]), "|" + "---|" * len(columns)]
+                       + [md_row(r) for r in cells[1:]]) + "\n"
   return Table(text, markdown)
 
 

@@ -107,9 +107,9 @@ def table(runs: list[dict]) -> str:
   """A Markdown table of calibration runs (finished run files with a validation curve): what
   each candidate changed, its validation curve, test accuracy and both criteria."""
   video = any(is_video(m["config"]) for m in runs)  # clips, and their pixel noise
-  head = (f"| run | seed | steps | lr | weight decay | training {'clips | noise' if video else 'images'} "
+  head = (f"| seed | steps | lr | weight decay | training {'clips | noise' if video else 'images'} "
           "| validation accuracy by step (%) | test (%) | last-quarter gain | train - val | verdict |\n"
-          f"|---|---|---|---|---|---|{'---|' if video else ''}---|---|---|---|---|\n")
+          f"|---|---|---|---|---|{'---|' if video else ''}---|---|---|---|---|\n")
   rows = []
   for m in runs:
     c, cfg = check(m), m["config"]
@@ -117,7 +117,7 @@ def table(runs: list[dict]) -> str:
     verdict = ("meets both" if c["plateau"] and c["not_memorised"] else
                " and ".join(w for w, ok in (("not a plateau", c["plateau"]), ("memorises", c["not_memorised"])) if not ok))
     noise = f" | {cfg.get('video_noise', 0.0):g}" if video else ""
-    rows.append(f"| {m['config_hash']} | {cfg['seed']} | {c['steps']} | {cfg['lr']:g} | {cfg['weight_decay']:g} | {cfg['num_train']:,}{noise} | {curve} "
+    rows.append(f"| {cfg['seed']} | {c['steps']} | {cfg['lr']:g} | {cfg['weight_decay']:g} | {cfg['num_train']:,}{noise} | {curve} "
                 f"| {100 * m['accuracy']:.1f} | {100 * c['last_quarter_gain']:+.2f} | {100 * c['train_val_gap']:.2f} | {verdict} |")
   return head + "\n".join(rows) + "\n"
 

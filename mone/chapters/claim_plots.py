@@ -143,6 +143,23 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
 TREND_PREFIXES = ("fig1.", "fig5.", "fig7.")
 
 
+# The words of a claim id's parts, where a part is not already a word: model names as the book
+# writes them, e_c values, the paper's figure and table numbers.
+_WORDS = {"mone": "MoNE", "vit": "ViT", "matvit": "MatViT", "matvivit": "MatViViT", "mod": "MoD", "iso": "isoFLOPs",
+          "flops": "", "mone03": "MoNE e_c 0.3", "mone04": "MoNE e_c 0.4", "vs": "vs", "greedy": "Greedy",
+          "proportionate": "Proportionate", "uniform": "Uniform"}
+
+
+def row_label(claim_id: str) -> str:
+  """A claim id in words, for a figure's rows: 'fig4.temporal.mone_no_drop' is 'Fig. 4, temporal:
+  MoNE no drop', 'table1.mone04_vs_mod_greedy' is 'Table 1: MoNE e_c 0.4 vs MoD Greedy'."""
+  head, *middle, last = claim_id.split(".")
+  where = f"Fig. {head[3:]}" if head.startswith("fig") else f"Table {head[5:]}" if head.startswith("table") else head
+  words = " ".join(w for w in (_WORDS.get(t, t) for t in last.split("_")) if w)
+  topic = "".join(f", {m.replace('_', ' ')}" for m in middle)
+  return f"{where}{topic}: {words}"
+
+
 def landing_figure(claims: list[dict], path) -> None:
   """The landing page's figure: every trained comparison's mean difference (MoNE minus
   the baseline, in points) with its 95% CI (paired; dashed where the claim is unpaired by
@@ -190,7 +207,7 @@ def landing_figure(claims: list[dict], path) -> None:
         if r["hl_ci95"][0] is not None:
           ax.plot(r["hl_ci95"], [y - 0.25, y - 0.25], color="k", lw=1)
     ax.axvline(0, color="k", lw=0.8)
-    ax.set_yticks(range(len(pcs)), [c["id"] + (" (pre-registered)" if "plan_deviation" in c else "")
+    ax.set_yticks(range(len(pcs)), [row_label(c["id"]) + (" (pre-registered)" if "plan_deviation" in c else "")
                                    + (" (unpaired)" if claims_lib.counted(c).get("test") == "welch" else "")
                                    + (" (exploratory)" if c.get("exploratory") else "") for c in reversed(pcs)], fontsize=10)
     ax.set_ylim(-0.7, len(pcs) - 0.3)

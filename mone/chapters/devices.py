@@ -194,15 +194,15 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", i
   where += ["## Where the seed plan stands", "", plan_note, ""] if plan_note else []
   if not rows:
     return "\n".join(out + ["No twin has been trained yet.", ""] + where)
-  out += ["| run | model | seed | original: device | accuracy | twin: device | accuracy | difference |",
-          "|---|---|---|---|---|---|---|---|"]
+  out += ["| model | seed | original: device | accuracy | twin: device | accuracy | difference |",
+          "|---|---|---|---|---|---|---|"]
   for r in rows:
     kind = kinds.of_run(r)
     model = (kind.label if not kind.routed else  # as the plan labels its arms (`figures.image_runs`)
              f"MoNE e_c={r['e_c']}" + (", random router" if r["router"] == "random" else "")
              + (f", router before block {r['router_layer']}" if r.get("router_layer", 0) else "")
              + (f", {r['num_routers']} routers" if r.get("num_routers", 1) != 1 else ""))
-    out.append(f"| {r['run']} | {model} | {r['seed']} | {r['original']} | {r['original_acc']:.2f} | {r['twin']} | "
+    out.append(f"| {model} | {r['seed']} | {r['original']} | {r['original_acc']:.2f} | {r['twin']} | "
                f"{r['twin_acc']:.2f} | {r['diff']:+.2f} |")
   out.append("")
   if "mean" in s:

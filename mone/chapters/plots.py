@@ -14,6 +14,7 @@ the claims' `mone.chapters.claim_plots`.
 import numbers
 import textwrap
 
+from mone.chapters import legibility
 from mone.models import kinds
 
 _UNITS = ((1.0, "GFLOPs"), (1e-3, "MFLOPs"), (1e-6, "kFLOPs"))
@@ -47,15 +48,16 @@ SEED_SHADES = (0.0, 0.3, 0.5, 0.65, 0.78)
 def save_png(fig, path, dpi: int) -> None:
   """Writes fig to path as a PNG atomically (a temporary file in the same folder, then os.replace:
   a reader never sees half a figure) and closes it. No version stamp in the file, so it changes
-  only with its data. For the landing step's figures, which `python -m mone.chapters` draws outside a chapter
-  (`experiments.save_figure` writes a chapter's)."""
+  only with its data; its legibility audit in it (`mone.chapters.legibility`). For the landing
+  step's figures, which `python -m mone.chapters` draws outside a chapter (`experiments.save_figure`
+  writes a chapter's)."""
   import os
   from pathlib import Path
   import matplotlib.pyplot as plt
   path = Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
   tmp = path.with_name(f".{path.name}.tmp.png")
-  fig.savefig(tmp, dpi=dpi, metadata={"Software": None})
+  tmp.write_bytes(legibility.png(fig, dpi, tight=False)[0])
   plt.close(fig)
   os.replace(tmp, path)
 
@@ -91,10 +93,14 @@ def _mix(color, towards, amount: float) -> tuple:
 
 def seed_color(label: str, seed: int) -> tuple:
   """Seed `seed`'s shade of the model's colour (`model_color`), for figures that tell the seeds
-  of one model apart: seed 0 in the model's colour, later seeds lighter (`SEED_SHADES`)."""
+  of one model apart: seed 0 in the model's colour, seeds 1-4 lighter (`SEED_SHADES`), seeds 5-9
+  darker, and so on alternately."""
   if not isinstance(seed, numbers.Integral) or seed < 0:
     raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-  return _mix(model_color(label), "white", SEED_SHADES[int(seed) % len(SEED_SHADES)])
+  shade = SEED_SHADES[int(seed) % len(SEED_SHADES)]
+  if (int(seed) // len(SEED_SHADES)) % 2:  # seeds 5-9: towards black, so that no two of ten seeds look alike
+    return _mix(model_color(label), "black", 0.15 + 0.6 * shade)
+  return _mix(model_color(label), "white", shade)
 
 
 def capacity_color(e_c: float) -> tuple:
@@ -241,7 +247,7 @@ def capacity_distribution_figure(e_c, dist, widths: list[str]):
   ax.stackplot(e_c, dist.T, labels=[f"expert {i + 1} ({w})" for i, w in enumerate(widths)], alpha=0.85)
   ax.set(xlabel="effective capacity $e_c$", ylabel="fraction of tokens $c_i$", xlim=(e_c[0], e_c[-1]), ylim=(0, 1),
          title="Capacity distribution of Eq. 3 across $e_c$")
-  ax.legend(loc="upper left", fontsize=8)
+  ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)  # beside the areas, not over them
   fig.tight_layout()
   return fig
 
@@ -291,7 +297,7 @@ def adaptation_figure(by_seed: dict, title: str, per: str = "image"):
   top.set_xticks(list(budgets["flops"]), labels=[f"{e:g}" for e in budgets["e_c"]])
   top.set_xlabel("inference $e_c$")
   ax.set(ylabel="top-1 accuracy (%)", title=title)
-  ax.legend(fontsize=8)
+  ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # beside the curves, not over them
   fig.tight_layout()
   return fig
 

@@ -75,7 +75,7 @@ def expert_share_figure(share: list[dict], names: list[str], title: str):
   ax.axhline(first["object_pct"].iloc[0], color="k", ls="--", lw=1, label="base rate (blind router)")
   ax.set_xticks(range(len(names)), [f"{n}\n{first.loc[n, 'tokens_pct']:.0f}% of tokens" for n in names])
   ax.set(xlabel="", ylabel="object tokens among the expert's (%)", title=title)
-  ax.legend(fontsize=8)
+  ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # beside the bars, not over them
   fig.tight_layout()
   return fig
 
@@ -119,7 +119,11 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
                                      for s, p in by_seed.items()], columns=["value", "seed", "gflops", "accuracy_pct"])
   curve, later = frame("curve"), frame("router position")
   later = later[later["value"] != 0]  # layer 0 is the curve's own run at this e_c
-  fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), layout="constrained")  # the FLOPs axes need it
+  # Two by two, about as wide as the book's column (shown near its own size, its text stays readable);
+  # the fourth cell holds the legends of (a) and (b), which would cover their points.
+  fig, grid = plt.subplots(2, 2, figsize=(8.2, 7.8), layout="constrained")  # the FLOPs axes need it
+  axes, keys = [grid[0, 0], grid[0, 1], grid[1, 0]], grid[1, 1]
+  keys.axis("off")
   ax = axes[0]
   unit = plots.flops_axis(ax, list(curve["gflops"]) + list(later["gflops"]))
   if len(curve):
@@ -133,7 +137,8 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
     for layer, s in zip(later["value"], later["seed"]):
       ax.plot([], [], ls="none", marker=marker[layer], ms=8, color=plots.seed_color("MoNE", s), label=f"layer {layer}, $e_c$={e_c}, seed {s}")
   ax.set(title="(a) router position", ylabel="top-1 accuracy (%)")
-  ax.legend(fontsize=9)
+  if ax.get_legend_handles_labels()[0]:
+    keys.add_artist(keys.legend(*ax.get_legend_handles_labels(), title="(a)", fontsize=9, loc="upper left", frameon=False))
   ax = axes[1]
   counts = frame("number of routers")
   if len(counts):
@@ -143,7 +148,9 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
   ax.set(title=f"(b) number of routers, $e_c$={e_c}", xlabel="routers (evenly spaced from layer 0)",
          ylabel="top-1 accuracy (%)", xticks=list(router_counts))
   if ax.get_legend():
-    ax.legend(fontsize=9)
+    ax.get_legend().remove()
+    keys.legend(*ax.get_legend_handles_labels(), title="(b)", fontsize=9, loc="upper right", frameon=False,
+                ncol=2 if len(ax.get_legend_handles_labels()[0]) > 5 else 1)
   ax = axes[2]
   both = pd.concat([frame("learned router").assign(model="MoNE"), frame("random router").assign(model="MoNE, random router")])
   unit = plots.flops_axis(ax, list(both["gflops"]) or list(curve["gflops"]))
@@ -156,6 +163,6 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
   ax.legend(fontsize=10)
   for ax in axes:
     for item in [ax.title, ax.xaxis.label, ax.yaxis.label] + ax.get_xticklabels() + ax.get_yticklabels():
-      item.set_fontsize(11)
-  fig.suptitle(title, fontsize=13)
+      item.set_fontsize(10)
+  fig.suptitle(title, fontsize=12)
   return fig

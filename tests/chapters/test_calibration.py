@@ -20,7 +20,8 @@ def test_check_measures_the_last_quarter_and_the_final_gap():
   c = calibration.check(run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000))
   assert c["from_step"] == 3000 and c["last_quarter_gain"] == pytest.approx(0.05)
   assert not c["plateau"] and c["not_memorised"]
-  assert "| abc | 0 | 4000 |" in (t := calibration.table([run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)])) and "not a plateau" in t
+  # A row names its run by seed and settings, never by its config hash (abc).
+  assert "\n| 0 | 4000 |" in (t := calibration.table([run([0.5, 0.6, 0.7, 0.75], [0.5, 0.6, 0.7, 0.76], steps=4000)])) and "not a plateau" in t and "abc" not in t
 
 
 def test_a_gain_or_gap_exactly_at_its_threshold_meets_it_despite_float_rounding():

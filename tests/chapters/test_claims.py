@@ -339,7 +339,9 @@ def test_replace_block_rewrites_only_between_the_markers(tmp_path):
   shutil.copytree(results.RESULTS, tmp_path / "results", ignore=shutil.ignore_patterns("runs", "weights", "*.png", "*.svg", "bench", "device_twins"))
   cli.main(["claims", str(tmp_path / "v.md"), "--results", str(tmp_path / "results"), "--readme", str(readme)])
   got = readme.read_text()
-  assert got.startswith("# T\n<!-- answer:start -->\n![") and got.endswith("<!-- answer:end -->\nrest\n") and "**Accuracy per FLOP**" in got
+  assert got.startswith("# T\n<!-- answer:start -->\n**The headline.** The paper: \"") and got.endswith("<!-- answer:end -->\nrest\n")
+  # the headline in words comes before the figure, and the families' lines after it
+  assert got.index("**The headline.**") < got.index("![The trained claims") < got.index("**Accuracy per FLOP**")
   assert "[book/claims.md](book/claims.md)" in got and "{doc}" not in got
   page = (tmp_path / "v.md").read_text()
   before = page
@@ -525,8 +527,9 @@ def test_the_landing_figure_marks_the_unpaired_claim_apart(tmp_path, monkeypatch
   monkeypatch.setattr(plots, "save_png", lambda fig, path, dpi: drawn.update(fig=fig))
   claim_plots.landing_figure(cs, tmp_path / "landing.png")
   accuracy, trends = drawn["fig"].axes  # the accuracy claims, then the trends on an axis of their own
-  assert [t.get_text() for t in accuracy.get_yticklabels()] == ["fig3.mone_beats_mod"]
-  assert [t.get_text() for t in trends.get_yticklabels()] == ["fig5.video_gentler_than_images (unpaired)"]
+  # rows are labelled in words (`claim_plots.row_label`), the unpaired one named so
+  assert [t.get_text() for t in accuracy.get_yticklabels()] == ["Fig. 3: MoNE beats MoD"]
+  assert [t.get_text() for t in trends.get_yticklabels()] == [claim_plots.row_label("fig5.video_gentler_than_images") + " (unpaired)"]
   style = lambda ax: [l.get_linestyle() for l in ax.lines if len(l.get_xdata()) == 2 and l.get_ydata()[0] == l.get_ydata()[1]
                       and l.get_label()[0] == "_"][0]
   assert style(accuracy) == "-" and style(trends) != "-"

@@ -87,7 +87,7 @@ def test_the_page_is_written_only_when_it_changes(tmp_path):
   out = tmp_path / "devices.md"
   cli.main(["devices", str(out), "--results", str(tmp_path)])
   first = out.stat().st_mtime_ns
-  assert "| a | MoNE e_c=0.4 | 0 |" in out.read_text() and "too few twins" in out.read_text()
+  assert "\n| MoNE e_c=0.4 | 0 |" in out.read_text() and "too few twins" in out.read_text()
   cli.main(["devices", str(out), "--results", str(tmp_path)])
   assert out.stat().st_mtime_ns == first
 
@@ -116,13 +116,13 @@ def test_the_page_names_each_model_as_the_chapters_do():
   row = {"run": "r", "e_c": None, "seed": 1, "router": "learned", "original": "NVIDIA H100", "twin": "cpu",
          "original_acc": 80.0, "twin_acc": 81.0, "diff": 1.0}
   page = devices.markdown([{**row, "kind": k} for k in ("matvit", "mod", "vit")], {"verdict": "too few twins"})
-  assert "| r | MatViT | 1 |" in page and "| r | MoD | 1 |" in page and "| r | ViT | 1 |" in page
+  assert "\n| MatViT | 1 |" in page and "\n| MoD | 1 |" in page and "\n| ViT | 1 |" in page
   page = devices.markdown([{**row, "kind": "mone", "e_c": 0.3, "router": "random"}], {"verdict": "too few twins"})
-  assert "| r | MoNE e_c=0.3, random router | 1 |" in page
+  assert "\n| MoNE e_c=0.3, random router | 1 |" in page
   # Figure 6's router placement and count arms, as the plan labels them
   page = devices.markdown([{**row, "kind": "mone", "e_c": 0.3, "router_layer": 2},
                            {**row, "kind": "mone", "e_c": 0.3, "num_routers": 4}], {"verdict": "too few twins"})
-  assert "| r | MoNE e_c=0.3, router before block 2 | 1 |" in page and "| r | MoNE e_c=0.3, 4 routers | 1 |" in page
+  assert "\n| MoNE e_c=0.3, router before block 2 | 1 |" in page and "\n| MoNE e_c=0.3, 4 routers | 1 |" in page
 
 
 def test_a_field_added_later_at_its_default_leaves_a_run_in_its_arm(tmp_path):

@@ -94,7 +94,11 @@ def test_seed_shades_and_capacity_colours():
   np.testing.assert_allclose(shades[0], mone)
   for a, b in zip(shades, shades[1:]):  # each later seed lighter, towards white, in the same hue
     assert (b >= a - 1e-12).all() and b.sum() > a.sum()
-  np.testing.assert_allclose(plots.seed_color("MoNE", 5), shades[0])  # seeds cycle through the shades
+  dark = [np.array(plots.seed_color("MoNE", s)) for s in range(5, 10)]
+  for a, b in zip(dark, dark[1:]):  # seeds 5-9 darker, towards black, each darker than the one before
+    assert (b <= a + 1e-12).all() and b.sum() < a.sum()
+  assert dark[0].sum() < mone.sum()  # so no two of ten seeds share a colour
+  np.testing.assert_allclose(plots.seed_color("MoNE", 10), shades[0])  # then the shades cycle
   assert plots.seed_color("MoNE", np.int64(1)) == plots.seed_color("MoNE", 1)
   with pytest.raises(ValueError, match="seed must be an int >= 0"):
     plots.seed_color("MoNE", -1)
