@@ -231,8 +231,8 @@ def paired(reference: list[dict], variant: list[dict]) -> dict:
 
 
 def allocators(sittings: list[tuple[dict, dict]]) -> dict:
-  """glibc's malloc against tcmalloc (`mone.train.hostmem`), which a process chooses once, at start:
-    sittings: (glibc's file, tcmalloc's file) of `measure` with the same arms and `pair`, each pair
+  """glibc's malloc against tcmalloc (`mone.train.hostmem`), which a process chooses once, at start.
+  sittings: (glibc's file, tcmalloc's file) of `measure` with the same arms and `pair`, each pair
   run at once, one process pinned to each core, the cores swapped from one sitting to the next, so
   that both allocators share each sitting's load and each core serves both.
   Per arm and setting (the reference, and with the pair's overrides), tcmalloc's step rate over glibc's

@@ -149,3 +149,72 @@ def headline_note(decided: list[dict]) -> str:
   if not headline or not headline.get("note"):
     return ""
   return f"**What the seeds rule out** (`{headline['id']}`). {headline['note']}"
+
+
+def as_it_looks(by_seed: dict, dense: list[dict], profile: str) -> str:
+  """What the figure shows that no frozen claim decides, said plainly as Markdown bullets, all
+  exploratory: how far MatViT's curve lies above each MoNE point (MatViT interpolated at that
+  point's FLOPs, minus MoNE, the mean over the seeds that trained both; only the cheapest point is a
+  tested claim), each e_c whose mean accuracy is below a smaller e_c's, and the dense ViT seeds whose
+  validation accuracy was still rising when training stopped (`calibration.check`). dense: the
+  dense ViT's run metrics (`dense_runs`)."""
+  import numpy as np
+  v = variants(profile)[0]
+  mone = sorted({p["e_c"] for c in by_seed.values() for p in c.get((v, "MoNE"), [])})
+  out = []
+  gaps = {}
+  for e in mone:
+    d = [claims.at_flops(c[v, "MatViT"], p["gflops"]) - p["accuracy_pct"]
+         for c in by_seed.values() if (v, "MatViT") in c for p in c.get((v, "MoNE"), []) if p["e_c"] == e]
+    d = [x for x in d if np.isfinite(x)]
+    if d:
+      gaps[e] = (float(np.mean(d)), len(d))
+  if gaps:
+    cheapest = min(gaps)
+    above = all(g > 0 for g, _ in gaps.values())
+    out.append(f"- **MatViT {'lies above MoNE at every' if above else 'against MoNE at each'} e_c.** MatViT's curve, read "
+               "at the FLOPs of each MoNE point, minus MoNE (mean over the paired seeds): "
+               + ", ".join(f"$e_c = {e}$: {g:+.1f} points ({n} seeds)" for e, (g, n) in gaps.items())
+               + f". Only the cheapest point ($e_c = {cheapest}$) is a tested claim (MoNE beats MatViT, in the verdicts "
+               "above); the others are untested: what the figure shows, not verdicts.")
+  acc = {}
+  for e in mone:
+    a = [p["accuracy_pct"] for c in by_seed.values() for p in c.get((v, "MoNE"), []) if p["e_c"] == e]
+    acc[e] = (float(np.mean(a)), len(a))
+  drops = [(hi, lo) for i, hi in enumerate(mone) for lo in mone[:i] if acc[hi][0] < acc[lo][0]]
+  if drops:
+    below = {}
+    for hi, lo in drops:
+      below.setdefault(hi, []).append(lo)
+    out.append("- **MoNE is not monotone in $e_c$.** " + "; ".join(
+        f"$e_c = {hi}$ ({acc[hi][0]:.2f}%) is below " + " and ".join(f"$e_c = {lo}$ ({acc[lo][0]:.2f}%)" for lo in los)
+        for hi, los in below.items())
+        + ", means over the seeds, though a larger $e_c$ gives the tokens more compute. The method does not predict this; "
+          "the next profile, which trains every arm to its plateau, tests whether it remains.")
+  rising = [m["config"]["seed"] for m in dense if not calibration.check(m)["plateau"]]
+  if rising:
+    out.append(f"- **The dense ViT is not at a plateau at every seed.** At seed{'s' if len(rising) > 1 else ''} "
+               + ", ".join(map(str, rising)) + f" of {len(dense)} its validation accuracy rose by more than "
+               f"{calibration.PLATEAU_GAIN * 100:g} points over the last quarter of training: more steps would likely lift "
+               "the baseline every comparison is made against.")
+  return "\n".join(out)
+
+
+def standing_summary(status: list[dict]) -> list[dict]:
+  """`standing`'s rows summed up per model (the page stays short; every run's row is in the chapter's
+  calibration.json): its seeds, the median and range of final validation accuracy, the median gain
+  over the last quarter, and the seeds still rising by more than the plateau bar at the end."""
+  import numpy as np
+  out = {}
+  for r in status:
+    out.setdefault((r["variant"], r["run"]), []).append(r)
+  rows = []
+  for (variant, run), rs in out.items():
+    val = [r["val_pct"] for r in rs if r["val_pct"] is not None]
+    gain = {r["seed"]: r["last_quarter_gain"] for r in rs if r["last_quarter_gain"] is not None}
+    rising = [s for s, g in gain.items() if g > 100 * calibration.PLATEAU_GAIN + 1e-9]
+    rows.append({"variant": variant, "model": run, "seeds": len(rs),
+                 "validation (%), median [range]": f"{np.median(val):.1f} [{min(val):.1f}, {max(val):.1f}]" if val else "-",
+                 "last-quarter gain, median": f"{np.median(list(gain.values())):+.2f}" if gain else "-",
+                 "seeds still rising": ", ".join(map(str, rising)) or "none"})
+  return rows

@@ -13,6 +13,7 @@ Everything here is computed from results/<chapter>/claims.json (`claims.load`, a
 `significance.annotate`) and the chapter files named below; nothing is typed.
 """
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +86,8 @@ def wall_clock_line(claims: list[dict], doc_prefix: str = "notebooks/", gpu: dic
   if not ts:
     return ""
   each = "; ".join(f"`{c['id']}` {verdicts.fmt_value(c['measured'], c.get('unit', ''))} {verdicts.fmt_ci(c)}: "
-                   f"{c['verdict']}" for c in ts)
+                   f"{c['verdict']}" if c.get("measured") is not None else f"`{c['id']}`: {c['verdict']} (not measured yet)"
+                   for c in ts)
   chapter = next((c["chapter"] for c in ts if c.get("chapter")), None)
   span = lambda lo_hi: f"{lo_hi[0]:.2f}-{lo_hi[1]:.2f}x"
   where = ""
@@ -201,14 +203,25 @@ def landing(root: Path | None = None, figure: str | None = None, tables: str = "
 
 def readme_block(root: Path | None = None) -> str:
   """The README's answer, between its `<!-- answer:start -->` and `<!-- answer:end -->` lines: the
-  families' lines and the headline, linking to the full tables, a page of plain Markdown tables."""
+  headline in words first, then the figure and the families' lines, every claim id a link to its
+  chapter, and a link to the full tables, a page of plain Markdown tables."""
   root = Path(root) if root is not None else results.results_root()
   everything, _, head = _answer(root)
-  lines = "\n\n".join(_answer_lines(everything, root, "book/notebooks/"))
-  headline = (f"\n\nThe headline, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} (95% CI "
-              f"{verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), {head['verdict']}." if head and head.get("ci95") else "")
-  return (f"![The trained claims: mean difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
-          f"{lines}{headline} Every claim, with its CI and chapter: [book/claims.md](book/claims.md).\n")
+  prefix = "book/notebooks/"
+  lines = "\n\n".join(linked_ids(line, everything, prefix) for line in _answer_lines(everything, root, prefix))
+  headline = (f"**The headline.** The paper: \"{head['claim']}\". This profile: "
+              f"{verdicts.fmt_value(head['measured'], 'points')} (95% CI {verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), "
+              f"{head['verdict']}.\n\n" if head and head.get("ci95") else "")
+  return (f"{headline}![The trained claims: mean difference and 95% CI, by verdict](results/{LANDING_FIGURE})\n\n"
+          f"{lines}\n\nEvery claim, with its CI and chapter: [book/claims.md](book/claims.md).\n")
+
+
+def linked_ids(text: str, claims: list[dict], prefix: str) -> str:
+  """text with each claim id in backticks made a link to its chapter (`prefix<chapter>.ipynb`): a
+  reader meets an id only as a way to the claim."""
+  chapter = {c["id"]: c["chapter"] for c in claims if "chapter" in c}
+  return re.sub(r"`([\w.]+)`", lambda m: f"[`{m.group(1)}`]({prefix}{chapter[m.group(1)]}.ipynb)"
+                if m.group(1) in chapter else m.group(0), text)
 
 
 def _title(chapter: str) -> str:

@@ -15,14 +15,13 @@ chosen, so that the choice cannot follow the results it is meant to produce:
   plus one twin of each (seed `SEEDS[0]`) compiled for another instruction set (`ISA_TWIN_FLAGS`):
   the same arithmetic in a different order, so a recipe whose outcome is decided by last-bit noise
   shows it. Stage B then trains the task's other arms with the candidate stage A chose.
-- The rules (`check_run`, `check_arm`, `choose`):
-  (a) plateau: the validation accuracy's least-squares slope over the last quarter of steps, times a
-      quarter, is below PLATEAU_GAIN (0.3 points). A fitted slope, not two end points: one
-      evaluation of 1,000-5,000 examples moves by about a point between neighbouring checkpoints.
-  (b) no stall: every run is above chance by LEFT_CHANCE by 10% of its steps, and ends within
-      OUTLIER of its arm's median over the seeds; the ISA twin's final validation accuracy is within
-      the arm's seed range (max - min, at least TWIN_FLOOR) of its own seed's.
-  (c) the recipe is chosen by (a) and (b) alone (`choose`).
+- The rules (`check_run`, `check_arm`, `choose`): (a) plateau: the validation accuracy's least-squares
+  slope over the last quarter of steps, times a quarter, is below PLATEAU_GAIN (0.3 points); a fitted
+  slope, not two end points, since one evaluation of 1,000-5,000 examples moves by about a point
+  between neighbouring checkpoints. (b) No stall: every run is above chance by LEFT_CHANCE by 10% of
+  its steps, and ends within OUTLIER of its arm's median over the seeds; the ISA twin's final
+  validation accuracy is within the arm's seed range (max - min, at least TWIN_FLOOR) of its own
+  seed's. (c) The recipe is chosen by (a) and (b) alone (`choose`).
 
 `python -m mone.chapters recalibration` writes the file (refusing to change a frozen one) and prints
 where each run stands.

@@ -135,3 +135,25 @@ def test_load_reads_each_variants_models_and_the_iso_flops_run_of_the_first_only
   assert [label for label, _ in first] == [f"{l}, seed {s}" for s in (0, 1) for l in labels[:5]]
   assert [label for label, _ in second] == [f"{l}, seed {s}" for s in (0, 1) for l in labels[:4]]
   assert {cfg[0] for _, cfg in second} == {"B/16"}
+
+
+def test_figure3_sums_up_where_each_models_runs_stand():
+  row = lambda run, seed, val, gain: {"variant": "mini/8", "run": run, "seed": seed, "device": "cpu", "test_pct": val,
+                                      "val_pct": val, "last_quarter_gain": gain, "train_minus_val": 3.0}
+  status = [row("ViT", 0, 88.0, 1.0), row("ViT", 1, 86.0, 1.7), row("ViT", 2, 87.0, 1.5), row("MoD", 0, 80.0, 0.2)]
+  vit, mod = figure3.standing_summary(status)
+  assert vit["seeds"] == 3 and vit["validation (%), median [range]"] == "87.0 [86.0, 88.0]"
+  assert vit["seeds still rising"] == "1"  # 1.5 points meets the plateau bar; 1.7 does not
+  assert vit["last-quarter gain, median"] == "+1.50" and mod["seeds still rising"] == "none"
+
+
+def test_what_the_figure_shows_names_the_gaps_to_matvit_and_a_non_monotone_e_c():
+  v = figure3.variants("small")[0]
+  matvit = [{"gflops": 0.01, "accuracy_pct": 80.0}, {"gflops": 0.05, "accuracy_pct": 90.0}]
+  mone = lambda a, b: [{"e_c": 0.2, "gflops": 0.02, "accuracy_pct": a}, {"e_c": 0.4, "gflops": 0.03, "accuracy_pct": b}]
+  by_seed = {0: {(v, "MatViT"): matvit, (v, "MoNE"): mone(81.5, 80.0)}, 1: {(v, "MatViT"): matvit, (v, "MoNE"): mone(82.5, 81.0)}}
+  text = figure3.as_it_looks(by_seed, [], "small")
+  # MatViT at 0.02 GFLOPs reads 82.5, at 0.03 reads 85.0: +0.5 and +4.5 points on average over the two seeds
+  assert "$e_c = 0.2$: +0.5 points (2 seeds), $e_c = 0.4$: +4.5 points (2 seeds)" in text and "lies above MoNE" in text
+  assert "$e_c = 0.4$ (80.50%) is below $e_c = 0.2$ (82.00%)" in text
+  assert "plateau" in text and "not at a plateau" not in text  # no dense runs given: nothing said of them
