@@ -129,6 +129,12 @@ def config_hash(config) -> str:
   return hashlib.sha256(blob).hexdigest()[:12]
 
 
+def run_id(config) -> str:
+  """The name of a training config's run: '<recipe>-<kind>-<config hash>', the stem of its run file,
+  weights and work folder, so that every reader and writer of run files names a run alike."""
+  return f"{config.name}-{config.kind}-{config_hash(config)}"
+
+
 def provenance() -> dict:
   """Package versions and the device, recorded in every results file."""
   import jax

@@ -45,7 +45,7 @@ def cache_root() -> Path:
 
 
 def workdir(cfg: schema.TrainConfig) -> Path:
-  return cache_root() / "workdirs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}"
+  return cache_root() / "workdirs" / results.run_id(cfg)
 
 
 def run(cfg: schema.TrainConfig, recompute: bool = False, progress: bool = True) -> dict:
@@ -67,7 +67,7 @@ def run(cfg: schema.TrainConfig, recompute: bool = False, progress: bool = True)
 
 def run_path(cfg: schema.TrainConfig) -> Path:
   """The metrics file of cfg's finished run (committed for the small profile)."""
-  return results_root() / "runs" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.json"
+  return results_root() / "runs" / f"{results.run_id(cfg)}.json"
 
 
 def trained_params(cfg: schema.TrainConfig, recompute: bool = False):
@@ -91,7 +91,7 @@ def trained_params(cfg: schema.TrainConfig, recompute: bool = False):
 
 def weights_path(cfg: schema.TrainConfig) -> Path:
   """The committed weights of cfg's run (`stored_params`)."""
-  return results_root() / "weights" / f"{cfg.name}-{cfg.kind}-{results.config_hash(cfg)}.npz"
+  return results_root() / "weights" / f"{results.run_id(cfg)}.npz"
 
 
 def stored_params(cfg: schema.TrainConfig, keys: tuple | None = None, recompute: bool = False, read=None) -> dict:

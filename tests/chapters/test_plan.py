@@ -26,6 +26,16 @@ def test_every_planned_run_is_distinct_and_the_headlines_have_every_seed():
   assert len(plan.SEEDS) >= 3 and not set(plan.SEEDS) & set(plan.EXTRA_SEEDS)
 
 
+def test_a_run_is_named_alike_by_its_run_file_weights_and_work_folder():
+  # One name per run (`results.run_id`): every committed run file is named by the config it records.
+  label, cfg = plan.runs()[0]
+  names = {experiments.run_path(cfg).stem, experiments.weights_path(cfg).stem, experiments.workdir(cfg).name}
+  assert names == {results.run_id(cfg)} and results.run_id(cfg).endswith("-" + results.config_hash(cfg))
+  committed = sorted((results.RESULTS / "runs").glob("*.json"))[:20]
+  assert committed and all(p.stem == "-".join([(m := results.read_json(p))["name"], m["kind"], m["config_hash"]])
+                           for p in committed)
+
+
 def test_the_chapters_read_the_extra_seeds_only_once_every_planned_run_has_landed(tmp_path, monkeypatch):
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   extra = plan.extra_runs()
