@@ -72,22 +72,30 @@ def notebook_image_outputs(nb_path):
   return count
 
 
-def reader_text(page_html):
+def reader_text(page_html, quotes=True):
   """(prose, code spans) of a page as a reader sees them: its text outside <script>, <style> and
-  <pre> (code cells and their outputs' listings), and the text of each inline <code> span in it."""
+  <pre> (code cells and their outputs' listings), and the text of each inline <code> span in it.
+  quotes=False leaves out the text of pull-quotes (`<blockquote class="pull-quote">`), where a page
+  quotes a frozen file as written."""
   prose, spans = [], []
 
   class Parser(HTMLParser):
-    skip, code = 0, None
+    skip, code, quote = 0, None, []  # quote: for each open <blockquote>, whether it is skipped
 
     def handle_starttag(self, tag, attrs):
-      if tag in ("script", "style", "pre"):
+      if tag == "blockquote":
+        skipped = not quotes and "pull-quote" in (dict(attrs).get("class") or "").split()
+        self.quote.append(skipped)
+        self.skip += skipped
+      elif tag in ("script", "style", "pre"):
         self.skip += 1
       elif tag == "code" and not self.skip:
         self.code = []
 
     def handle_endtag(self, tag):
-      if tag in ("script", "style", "pre"):
+      if tag == "blockquote" and self.quote:
+        self.skip -= self.quote.pop()
+      elif tag in ("script", "style", "pre"):
         self.skip = max(0, self.skip - 1)
       elif tag == "code" and self.code is not None:
         spans.append("".join(self.code).strip())
@@ -105,8 +113,8 @@ def reader_text(page_html):
 
 def process_words(page_html):
   """Each distinct process word or internal hash (`PROCESS_WORDS`) a reader sees on the page, with
-  a few words around it."""
-  prose, _ = reader_text(page_html)
+  a few words around it; a frozen file quoted as written (a pull-quote) is history, not the page's prose."""
+  prose, _ = reader_text(page_html, quotes=False)
   prose = re.sub(r"\s+", " ", prose)
   return sorted({f"{m.group(0)!r} in '...{prose[max(0, m.start() - 30):m.end() + 20].strip()}...'"
                  for m in PROCESS_WORDS.finditer(prose)})

@@ -201,6 +201,8 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
     lines += ["", f"Family-wise verdicts at {after}: Holm's correction at 5% over these {len(ids)} claims, each with its "
               "p-value under the definition this plan froze."]
   if notes := {cid: plan.get("notes", {})[cid] for cid in ids if cid in plan.get("notes", {})}:
-    lines += ["", "The plan's notes:", ""] + [f"- `{cid}`: {text}" for cid, text in notes.items()]
+    # Quoted as the plan froze them, in a pull-quote: the book's checks read a quotation as written.
+    lines += ["", f"The plan's notes, quoted as frozen in `{plan_name}`:", "", "```{pull-quote}"]
+    lines += [f"- `{cid}`: {text}" for cid, text in notes.items()] + ["```"]
   return "\n".join(lines) + "\n"
 

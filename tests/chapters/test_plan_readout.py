@@ -159,6 +159,8 @@ def test_the_family_wise_verdict_at_the_plans_seeds_rests_on_the_test_the_plan_f
   assert results["fig3.mone_beats_matvit"]["verdict_familywise"] == "inconclusive"
   assert results["fig3.mone_matches_vit"]["verdict_familywise"] == "reproduced"
   text = plan_readout.table(plan, ten, (3, 3, 3), "seed_plan_10.json")
+  # the plan's notes are quoted as frozen, in a pull-quote of their own
+  assert text.endswith("```{pull-quote}\n- `fig3.mone_beats_matvit`: an earlier plan decided it with another metric.\n```\n")
   row = _row(text, "fig3.mone_beats_matvit")
   assert "| inconclusive (family-wise: inconclusive): " in row and row.endswith("| as frozen |")
   assert ("- **At 10 seeds:** 1 reproduced, 1 not reproduced, 0 inconclusive (family-wise: 1 reproduced, 1 not reproduced, "

@@ -151,10 +151,15 @@ def test_book_check_finds_process_words_hashes_and_module_names_in_prose_only():
   pages = _script("book_pages")
   html = ("<p>Seeds 5-9 have landed; the GPU was lent for a loan. Run moving_temporal-mone-2fc8d1d7cc65 at "
           "5a852484da9a+dirty.</p><p>The landing page, the e_c grid of 0.3 and a 12-letter word: deadbeefcafe.</p>"
-          "<pre>landed = plan_readout.landed(x)</pre><script>var lent = 1;</script>")
+          "<pre>landed = plan_readout.landed(x)</pre><script>var lent = 1;</script>"
+          '<blockquote class="epigraph pull-quote"><p>before any run landed</p></blockquote>'
+          "<blockquote><p>no run of it was lent</p></blockquote>")
   found = {hit.split("'")[1] for hit in pages.process_words(html)}
-  # Not "landing", not a 12-letter word of hex letters, not code (<pre>) or scripts.
+  # Not "landing", not a 12-letter word of hex letters, not code (<pre>) or scripts, not a frozen file
+  # quoted as written (a pull-quote); a plain blockquote is the page's own prose.
   assert found == {"landed", "lent", "loan", "2fc8d1d7cc65", "5a852484da9a+dirty"}
+  hits = pages.process_words(html)
+  assert any("no run of it was lent" in hit for hit in hits) and not any("before any run" in hit for hit in hits)
   prose = ('<p>By <code class="x"><span class="pre">claims.PAIRING</span></code> and <code>python -m mone.bench</code>'
            ' or <code>mone.chapters.analysis.left_plateau</code>.</p><pre><code>claims.write(x)</code></pre>')
   assert pages.internal_names(prose, {"claims", "analysis", "bench"}) == ["claims.PAIRING", "mone.chapters.analysis.left_plateau"]
