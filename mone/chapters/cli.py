@@ -7,6 +7,7 @@ file written outside a notebook::
                                                             the verdicts that changed between two results folders
   devices OUT                                               the device-effect page (book/devices.md)
   throughput OUT                                            the training-throughput page (book/training_throughput.md)
+  speed OUT [--results DIR]                                 chapter 08's measurements in full (book/speed_investigations.md)
   readout OUT --plan PLAN [--figure PNG]                    a seed plan's frozen claims: as planned, as
                                                             expected and as its seeds decide them
   headlines                                                 every headline claim of the finished runs
@@ -23,7 +24,8 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import (calibration, claim_plots, claims, devices, experiments, headlines, pages, plan,
-                           plan_readout, recalibration, preregistration, seed_plans, significance, training_speed, verdicts)
+                           plan_readout, recalibration, preregistration, seed_plans, significance, speed_investigations,
+                           training_speed, verdicts)
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -206,6 +208,12 @@ def parser() -> argparse.ArgumentParser:
                      description="The training-throughput page, from the committed benchmark file.")
   p.add_argument("out", help="the Markdown page to write, e.g. book/training_throughput.md")
   p.set_defaults(run=lambda args: _write_if_changed(Path(args.out), training_speed.page_at(args.out)))
+
+  p = sub.add_parser("speed", help="chapter 08's measurements in full, from results/bench/",
+                     description=speed_investigations.__doc__.split("\n\n")[0])
+  p.add_argument("out", help="the Markdown page to write, e.g. book/speed_investigations.md")
+  p.add_argument("--results", default=None, help=results_help)
+  p.set_defaults(run=lambda args: speed_investigations.write_page(args.out, args.results))
 
   p = sub.add_parser("readout", help="a seed plan's frozen claims: as planned, as expected, as decided",
                      description=plan_readout.__doc__.split("\n\n")[0])

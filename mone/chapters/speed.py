@@ -7,6 +7,7 @@ measures anew only for the smoke profile (tiny models, to check that the chapter
 """
 import contextlib
 import io
+from pathlib import Path
 
 import numpy as np
 
@@ -28,10 +29,12 @@ SETTINGS = {
     "small": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
     "paper": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
 }
-MODEL_STYLE = {"mone": dict(marker="o", color=plots.MODEL_COLORS["MoNE"], label="MoNE"),  # every chapter's colours
-               "matvit": dict(marker="s", color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
-               "masked": dict(marker="X", color="k", label="naive masked MoNE")}
-PROJECTION_COLORS = {"qkv": "tab:blue", "out": "tab:orange", "mlp1": "tab:green", "mlp2": "tab:purple"}
+MODEL_STYLE = {"mone": dict(color=plots.MODEL_COLORS["MoNE"], label="MoNE"),  # every chapter's colours
+               "matvit": dict(color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
+               "masked": dict(color="k", label="naive masked MoNE")}
+# The speed-up figure's marker per batch size, smallest first: a model is its colour, a batch its
+# marker, so that no two of the legend's series look alike (`mone.chapters.legibility`).
+BATCH_MARKERS = ("o", "s", "^", "D", "v", "P")
 def bench_dir(profile: str):
   """Where a profile's benchmark files are: results/bench/ (smoke: results/smoke_bench/)."""
   return experiments.results_root() / ("smoke_bench" if profiles.check_profile(profile) == "smoke" else "bench")
@@ -102,18 +105,19 @@ def matmul_report(profile: str, data: dict) -> list[str]:
 GPU_REPORT_PREFIX = "gpu-report-"
 
 
-def gpu_benchmarks() -> dict:
+def gpu_benchmarks(folder=None) -> dict:
   """{path: benchmark} of the GPU benchmark runs (`python -m mone.bench`) committed as
-  `results/bench/gpu-*.json`, by name, the GPU reports left out: measured on machines lent for
-  minutes, read as committed and never rewritten by any profile."""
-  paths = sorted((results.RESULTS / "bench").glob("gpu-*.json"))
+  `results/bench/gpu-*.json` (or in `folder`), by name, the GPU reports left out: measured on GPU
+  machines available for minutes, read as committed and never rewritten by any profile."""
+  paths = sorted(Path(folder or results.RESULTS / "bench").glob("gpu-*.json"))
   return {path: results.read_json(path) for path in paths if not path.name.startswith(GPU_REPORT_PREFIX)}
 
 
-def gpu_reports() -> dict:
-  """{path: report} of the GPU reports committed as `results/bench/gpu-report-*.json`, in the order
-  they were measured (a report cut short is often followed by one that times what it skipped)."""
-  docs = {path: results.read_json(path) for path in (results.RESULTS / "bench").glob(f"{GPU_REPORT_PREFIX}*.json")}
+def gpu_reports(folder=None) -> dict:
+  """{path: report} of the GPU reports committed as `results/bench/gpu-report-*.json` (or in
+  `folder`), in the order they were measured (a report cut short is often followed by one that
+  times what it skipped)."""
+  docs = {path: results.read_json(path) for path in Path(folder or results.RESULTS / "bench").glob(f"{GPU_REPORT_PREFIX}*.json")}
   return dict(sorted(docs.items(), key=lambda kv: (kv[1]["machine"]["date"], kv[0].name)))
 
 
@@ -129,7 +133,7 @@ def report_command(args: dict) -> str:
 
 def gpu_report_lines(path, doc: dict) -> list[str]:
   """What the chapter prints of one GPU report: its command, the machine, whether it ran to the end
-  (the lent machine's time limit stops a report, its JSON kept), what its default setting was
+  (the machine's time limit stops a report, its JSON kept), what its default setting was
   (`default_settings`), the rows it timed (`mone.bench.rows.report_table`), then the report's own
   summary: each target met, missed or not measured, the correctness checks, compile times and what
   was not done."""
@@ -170,26 +174,31 @@ def gpu_report_targets(reports: dict) -> list[str]:
 
 def gpu_report(path, data: dict) -> list[str]:
   """What the chapter prints of one GPU benchmark: the workloads measured, its dtype, the device,
-  whether the loan's time limit cut it, and a table per (workload, mode, batch)."""
+  whether the machine's time limit cut it, and a table per (workload, mode, batch)."""
   m, rows = data["machine"], data["rows"]
   measured = ", ".join(dict.fromkeys(r["workload"] for r in rows))  # the args' variant is unused with --video-only
   return [f"{path.name}: {measured} in {data['args']['dtype']}; measured {m['date'][:10]} on {m['device']}, "
           f"jax {m['jax']}, code {m.get('code')}; complete: {data['complete']}"] + tables(rows, "workload", "mode", "batch")
 
 
-def speedup_panel(ax, rows, title: str):
-  """Measured speed-up against the analytic FLOP ratio of the non-dense `rows`, per batch size
-  (hollow markers: the smaller batch). Each MoNE capacity is labelled once, above its highest
-  point: the batches of one e_c share a FLOP ratio, and a label per point overlapped."""
+def speedup_panel(ax, rows, title: str, batches=None):
+  """Measured speed-up against the analytic FLOP ratio of the non-dense `rows`: a colour per model
+  (`MODEL_STYLE`), a marker per batch size (`BATCH_MARKERS`, in the order of `batches`, every batch
+  size of the figure: a batch keeps its marker in every panel; default: those of `rows`). Each
+  MoNE capacity is labelled once, above its highest point: the batches of one e_c share a FLOP
+  ratio, and a label per point overlapped."""
+  batches = sorted(batches or {r["batch"] for r in rows})
+  if len(batches) > len(BATCH_MARKERS):
+    raise ValueError(f"{len(batches)} batch sizes, markers for {len(BATCH_MARKERS)}")
   top = max(max(r["flop_ratio"] for r in rows), max(r["speedup"] for r in rows)) * 1.1
   ax.plot([0, top], [0, top], color="gray", lw=1, ls="--", label="ideal: speed-up = FLOP ratio")
   ax.axhline(1, color="gray", lw=0.6)
-  for b, fill in zip(sorted({r["batch"] for r in rows}), ("none", "full")):
+  for b, marker in zip(batches, BATCH_MARKERS):
     for model, style in MODEL_STYLE.items():
       pts = [r for r in rows if r["model"] == model and r["batch"] == b]
       if pts:
-        ax.plot([r["flop_ratio"] for r in pts], [r["speedup"] for r in pts], ls="none", ms=8, fillstyle=fill,
-                marker=style["marker"], color=style["color"], label=f"{style['label']}, batch {b}")
+        ax.plot([r["flop_ratio"] for r in pts], [r["speedup"] for r in pts], ls="none", ms=8, marker=marker,
+                color=style["color"], label=f"{style['label']}, batch {b}")
   for e_c in dict.fromkeys(r["e_c"] for r in rows if r["model"] == "mone"):
     high = max((r for r in rows if r["model"] == "mone" and r["e_c"] == e_c), key=lambda r: r["speedup"])
     ax.annotate(f"{e_c:g}", (high["flop_ratio"], high["speedup"]), fontsize=11, xytext=(0, 8),
@@ -198,125 +207,52 @@ def speedup_panel(ax, rows, title: str):
   ax.grid(alpha=0.3)
 
 
-def _figure_legend(fig, axes, ncol: int) -> None:
+def figure_legend(fig, axes, ncol: int, key=None) -> None:
   """One legend for every panel, below them: inside a panel it covered points and bars, and at
-  the size a panel allows its text was too small to read in the book."""
+  the size a panel allows its text was too small to read in the book. The figure grows by the
+  legend's height (and to its width, where the legend is wider) and the panels are laid out above
+  it, so that the legend lies inside the figure: a PNG of the figure's own size (`plots.save_png`)
+  holds it whole, as a tight one does. key: sorts the entries by label (default: as drawn)."""
   entries = {}
   for ax in axes:
     for handle, label in zip(*ax.get_legend_handles_labels()):
       entries.setdefault(label, handle)
-  fig.legend(entries.values(), entries.keys(), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
-             fontsize=11, frameon=False)
+  labels = sorted(entries, key=key) if key else list(entries)
+  legend = fig.legend([entries[label] for label in labels], labels, loc="lower center", bbox_to_anchor=(0.5, 0.0),
+                      ncol=ncol, fontsize=11, frameon=False)
+  box = legend.get_window_extent(fig.canvas.get_renderer())
+  foot = box.height / fig.dpi + 0.05  # inches
+  width, height = fig.get_size_inches()
+  fig.set_size_inches(max(width, box.width / fig.dpi + 0.2), height + foot)
+  fig.tight_layout(rect=(0, foot / (height + foot), 1, 1))
 
 
 def speedup_figure(rows, machine: dict):
-  """One speed-up panel per (workload, mode), two a row, and one legend below."""
+  """One speed-up panel per (workload, mode), two a row, and one legend below (`speedup_panel`: a
+  colour per model, a marker per batch size)."""
   import matplotlib.pyplot as plt
   panels = groups(rows, "workload", "mode")
   ncols = min(2, len(panels))
   nrows = -(-len(panels) // ncols)
   fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.4 * nrows), squeeze=False)
+  batches = sorted({r["batch"] for r in rows if r["model"] != "dense"})  # one marker per batch size, in every panel
   for (wl, mode), ax in zip(panels, axes.flat):
-    speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and r["model"] != "dense"], f"{wl}, {mode}")
+    speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and r["model"] != "dense"],
+                  f"{wl}, {mode}", batches)
   for ax in axes.flat[len(panels):]:
     ax.set_visible(False)
   where = (machine["device"] if machine.get("backend") == "gpu"
            else f"{machine['cpu_model']}, {machine['cores']} cores")
   fig.suptitle(f"Wall-clock speed-up against FLOP ratio (labels: $e_c$)\non {where}")
-  fig.tight_layout()
-  _figure_legend(fig, axes.flat[:len(panels)], ncol=2)
+  figure_legend(fig, axes.flat[:len(panels)], ncol=2, key=_by_model_and_batch)  # a panel alone widens to it
   return fig
 
 
-def blocks_figure(rows):
-  """Per (batch, mode) of `--block` rows, a grid with one batch size a row: each block's time, the
-  attention's (the same work in both blocks) stacked under the rest; a tick on each MoNE bar marks
-  the time it would take at the dense block's speed per FLOP."""
-  import matplotlib.pyplot as plt
-  panels = groups(rows, "batch", "mode")
-  ncols = len(groups(rows, "mode"))
-  nrows = -(-len(panels) // ncols)
-  fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.4 * nrows), squeeze=False)
-  for (batch, mode), ax in zip(panels, axes.flat):
-    sel = [r for r in rows if (r["batch"], r["mode"]) == (batch, mode)]
-    att = next(r["median_ms"] for r in sel if r["model"] == "attention")
-    dense = next(r["median_ms"] for r in sel if r["model"] == "dense")
-    bars = [r for r in sel if r["model"] != "attention"]
-    ax.bar(range(len(bars)), [att] * len(bars), color="0.7", label="attention (same work in both)")
-    for i, r in enumerate(bars):
-      model = "ViT" if r["model"] == "dense" else "MoNE"
-      ax.bar(i, r["median_ms"] - att, bottom=att, color=plots.MODEL_COLORS[model],
-             label=f"rest of the {'dense' if model == 'ViT' else 'MoNE'} block")
-      if r["model"] == "mone":
-        ax.plot([i - 0.4, i + 0.4], [dense / r["flop_ratio"]] * 2, color="k", lw=2,
-                label="MoNE at the dense block's speed per FLOP")
-    ax.set_xticks(range(len(bars)), ["dense" if r["model"] == "dense" else f"MoNE\n$e_c$={r['e_c']:g}" for r in bars])
-    ax.set(title=f"{mode}, batch {batch}", ylabel="ms per block")
-    ax.grid(alpha=0.3, axis="y")
-    ax.grid(False, axis="x")  # the theme's vertical lines ran through the bars
-  fig.suptitle(f"One {rows[0]['workload'].replace(' block', '')} block: where the time goes")
-  fig.tight_layout()
-  _figure_legend(fig, axes.flat[:len(panels)], ncol=2)
-  return fig
-
-
-def block_summary(rows) -> list[str]:
-  """One line per MoNE block below full capacity: its speed-up and the attention's share."""
-  lines = []
-  for batch, mode in groups(rows, "batch", "mode"):
-    sel = {(r["model"], r["e_c"]): r for r in rows if (r["batch"], r["mode"]) == (batch, mode)}
-    att, dense = sel["attention", None]["median_ms"], sel["dense", None]["median_ms"]
-    for (model, e_c), r in sel.items():
-      if model == "mone" and e_c != 1.0:
-        lines.append(f"{mode}, batch {batch}, e_c={e_c}: MoNE {r['median_ms']:.1f} ms = {r['speedup']:.2f}x faster than "
-                     f"dense (FLOP ratio {r['flop_ratio']:.2f}, efficiency {r['efficiency']:.2f}); attention alone "
-                     f"{att:.1f} ms, {att / r['median_ms']:.0%} of MoNE's block and {att / dense:.0%} of the dense block's")
-  return lines
-
-
-def matmuls_figure(rows):
-  """GFLOP/s of each projection matmul, per group width, one panel per contender of `--matmul`
-  rows (equal bar widths in every panel)."""
-  import matplotlib.pyplot as plt
-  contenders = groups(rows, "model", "e_c")
-  n_groups = [len({r["width"] for r in rows if (r["model"], r["e_c"]) == key and r["width"]}) for key in contenders]
-  fig, axes = plt.subplots(1, len(contenders), figsize=(1.1 * sum(n_groups) + 1.5, 3.6), squeeze=False, sharey=True,
-                           gridspec_kw={"width_ratios": n_groups})
-  for (model, e_c), ax in zip(contenders, axes[0]):
-    sel = [r for r in rows if (r["model"], r["e_c"]) == (model, e_c) and r["projection"] != "total"]
-    widths = list(dict.fromkeys(r["width"] for r in sel))
-    for k, (proj, color) in enumerate(PROJECTION_COLORS.items()):
-      pts = [next(r for r in sel if (r["width"], r["projection"]) == (w, proj)) for w in widths]
-      ax.bar([i + 0.2 * (k - 1.5) for i in range(len(widths))], [r["gflops_per_s"] for r in pts], width=0.2,
-             color=color, label=proj)
-    ax.set_xticks(range(len(widths)), [f"{w}\n({next(r for r in sel if r['width'] == w)['shape'][0]} tokens)"
-                                       for w in widths], fontsize=9)
-    total = next(r for r in rows if (r["model"], r["e_c"], r["projection"]) == (model, e_c, "total"))
-    ax.set(xlabel="group width $d_j$", title="dense block" if model == "dense" else
-           f"MoNE $e_c$={e_c:g}: efficiency {total['rate']:.2f}")
-    ax.grid(alpha=0.3, axis="y")
-    ax.grid(False, axis="x")
-  axes[0][0].set_ylabel("GFLOP/s")
-  fig.suptitle(f"One {rows[0]['workload'].replace(' matmuls', '')} block's projection matmuls, "
-               f"{rows[0]['batch']} examples per chunk", y=1.02)
-  fig.tight_layout()
-  _figure_legend(fig, axes[0][-1:], ncol=4)
-  return fig
-
-
-def matmul_summary(rows) -> list[str]:
-  """Per MoNE contender: its matmuls' time, the time lost against the dense speed per FLOP, and
-  its slowest matmul."""
-  dense_rate = next(r for r in rows if r["model"] == "dense" and r["projection"] == "total")["gflops_per_s"]
-  lines = []
-  for model, e_c in groups(rows, "model", "e_c")[1:]:
-    sel = [r for r in rows if (r["model"], r["e_c"]) == (model, e_c) and r["projection"] != "total"]
-    slow = min(sel, key=lambda r: r["rate"])
-    lost = sum(r["median_us"] - 2 * np.prod(r["shape"]) / dense_rate / 1e3 for r in sel)
-    lines.append(f"MoNE e_c={e_c}: its matmuls take {sum(r['median_us'] for r in sel) / 1e3:.2f} ms per chunk, "
-                 f"{lost / 1e3:.2f} ms more than at the dense speed per FLOP; slowest: {slow['projection']} at width "
-                 f"{slow['width']} ({' x '.join(map(str, slow['shape']))}), {slow['rate']:.2f} of the dense rate")
-  return lines
+def _by_model_and_batch(label: str) -> tuple:
+  """The speed-up legend's order: the ideal line, then each model (`MODEL_STYLE`) by batch size."""
+  names = [style["label"] for style in MODEL_STYLE.values()]
+  model, _, batch = label.rpartition(", batch ")
+  return (names.index(model), int(batch)) if model in names else (-1, 0)
 
 
 def masked_summary(rows) -> list[str]:
