@@ -277,13 +277,29 @@ def standing(runs: list[tuple[str, int, dict]]) -> list[dict]:
 
 
 def figure(runs: list[dict], title: str = ""):
-  """The learning curves of calibration runs (`plots.learning_curves_figure`), one colour each:
-  the seeds of one setup in shades of their model's colour (`plots.seed_color`), runs of
-  several setups in the theme's cycle."""
-  names = [label(m) for m in runs]  # runs of one setup at several seeds: each its own curve
-  labels = [f"{n}, seed {m['config']['seed']}" if names.count(n) > 1 else n for n, m in zip(names, runs)]
-  colors = None
-  if len(runs) > 1 and len(set(names)) == 1 and len({m["kind"] for m in runs}) == 1:
-    colors = {l: plots.seed_color(m["kind"], m["config"]["seed"]) for l, m in zip(labels, runs)}
-  return plots.learning_curves_figure(dict(zip(labels, runs)), title, colors)
-
+  """The learning curves of calibration runs (`plots.learning_curves_figure`). Runs of one setup
+  (`label`) and model, at several seeds: one curve and colour per seed, named 'seed 0', 'seed 1', ...
+  under the setup they share; in shades of their model's colour (`plots.seed_color`) while the seeds
+  are 0-4, each in a colour of its own (`plots.SEED_PALETTE`) beyond (ten shades of one colour, the
+  dense ViT's black, do not tell apart). Runs of several setups: one colour per setup from the
+  theme's cycle, a setup's seeds all in its colour and named once ('8000 steps, 100k images, wd
+  0.0001 (10 seeds)': a bundle of curves, not ten colours no reader tells apart), the model
+  prefixed where the runs are of several."""
+  kinds = {m["kind"] for m in runs}
+  setup = lambda m: label(m) if len(kinds) == 1 else f"{plots.KIND_NAMES.get(m['kind'], m['kind'])}: {label(m)}"
+  setups = {}
+  for m in runs:
+    setups.setdefault(setup(m), []).append(m)
+  if len(runs) > 1 and len(setups) == 1:  # one setup by seed
+    (name, ms), = setups.items()
+    ms = sorted(ms, key=lambda m: m["config"]["seed"])  # the legend in seed order
+    seeds = [m["config"]["seed"] for m in ms]
+    shaded = max(seeds) < len(plots.SEED_SHADES)
+    colors = {f"seed {s}": plots.seed_color(ms[0]["kind"], s) if shaded else plots.SEED_PALETTE[s % len(plots.SEED_PALETTE)]
+              for s in seeds}
+    return plots.learning_curves_figure({f"seed {s}": m for s, m in zip(seeds, ms)}, title, colors, legend_title=name)
+  names = {}
+  for name, ms in setups.items():
+    key = name if len(ms) == 1 else f"{name} ({len(ms)} seeds)"
+    names[key] = ms if len(ms) > 1 else ms[0]
+  return plots.learning_curves_figure(names, title)

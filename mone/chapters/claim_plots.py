@@ -85,12 +85,19 @@ def _with_interval(claims: list[dict]) -> list[dict]:
   return [c for c in claims if c["kind"] == "trained" and c.get("ci95") and c.get("unit") == "points"]
 
 
+# How compare_figure draws each claim's two intervals, as (line, mean marker) keyword arguments: before
+# thin and faint with an open circle at its mean, after thick with a filled diamond. The two differ in
+# marker shape and fill as well as in width, so that they tell apart in the legend and on a grey print.
+COMPARE_STYLES = ((dict(lw=1.2, alpha=0.55), dict(marker="o", ms=5, mfc="white", mew=1.2)),
+                  (dict(lw=3.0), dict(marker="D", ms=6)))
+
+
 def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path, before: str, after: str,
                    title: str | None = None) -> None:
   """`pages.changes` as a picture: for every trained claim with an interval in both sets ({chapter:
-  claims}), its mean and 95% CI before (thin, above) and after (thick, below), coloured by each
-  verdict, so that a reader sees which intervals shrank, which means moved and which crossed
-  zero; the band a 'matches' claim must lie in behind it. Two panels on their own axes, as on the
+  claims}), its mean and 95% CI before (thin line, open circle, above) and after (thick line, filled
+  diamond, below: `COMPARE_STYLES`), coloured by each verdict, so that a reader sees which intervals
+  shrank, which means moved and which crossed zero; the band a 'matches' claim must lie in behind it. Two panels on their own axes, as on the
   landing figure: the accuracy comparisons (a few points) would be unreadable beside the trends
   (`TREND_PREFIXES`, tens of points). `before` and `after` name the two sets in the legend.
   matplotlib is imported here only."""
@@ -112,11 +119,11 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
       if b[ident].get("relation") == "matches":
         tol = b[ident]["tolerance"]
         ax.fill_betweenx([y - 0.4, y + 0.4], -tol, tol, color="#56b4e9", alpha=0.25, lw=0)
-      for c, dy, lw, ms in ((a[ident], 0.17, 1.2, 3.5), (b[ident], -0.12, 3.0, 5.5)):
+      for c, dy, (line, mean) in ((a[ident], 0.17, COMPARE_STYLES[0]), (b[ident], -0.12, COMPARE_STYLES[1])):
         col = LANDING_COLOURS[c["verdict"]]
-        ax.plot(c["ci95"], [y + dy] * 2, color=col, lw=lw, solid_capstyle="butt", alpha=0.55 if dy > 0 else 1.0,
-                ls=WELCH_DASH if c.get("test") == "welch" else "-")
-        ax.plot(c["measured"], y + dy, "o", color=col, ms=ms, alpha=0.55 if dy > 0 else 1.0)
+        ax.plot(c["ci95"], [y + dy] * 2, color=col, solid_capstyle="butt", ls=WELCH_DASH if c.get("test") == "welch" else "-",
+                **line)
+        ax.plot(c["measured"], y + dy, color=col, ls="none", **line, **mean)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(pids)), [i + (" (unpaired)" if b[i].get("test") == "welch" else "") for i in reversed(pids)],
                   fontsize=9)
@@ -124,8 +131,8 @@ def compare_figure(old: dict[str, list[dict]], new: dict[str, list[dict]], path,
     ax.set_title(panel_title, fontsize=10, loc="left")
     ax.grid(alpha=0.3, axis="x")
   top = axes[0, 0]
-  top.plot([], [], color="0.4", lw=1.2, alpha=0.55, label=f"{before} (thin, above)")
-  top.plot([], [], color="0.4", lw=3.0, label=f"{after} (thick, below)")
+  top.plot([], [], color="0.4", **COMPARE_STYLES[0][0], **COMPARE_STYLES[0][1], label=f"{before} (thin line, open circle, above)")
+  top.plot([], [], color="0.4", **COMPARE_STYLES[1][0], **COMPARE_STYLES[1][1], label=f"{after} (thick line, filled diamond, below)")
   for v, col in LANDING_COLOURS.items():
     top.plot([], [], "s", color=col, label=v)
   if any(b[i].get("relation") == "matches" for i in shared):

@@ -43,6 +43,11 @@ _ALIASES = {**KIND_NAMES, "learned router": "MoNE", "random router": "MoNE, rand
             "MoNE adaptive, isoFLOPs": "MoNE adaptive", "Train Adaptive": "MoNE adaptive"}
 # How far seed s's colour is mixed towards white (seed s % 5): seed 0 in the model's own colour.
 SEED_SHADES = (0.0, 0.3, 0.5, 0.65, 0.78)
+# One colour per seed (seed s % 10), where a figure draws more seeds of one model than it has shades
+# that a reader tells apart (`SEED_SHADES`: five; the dense ViT's black has no darker shade for seeds
+# 5-9): matplotlib's ten-colour cycle, all ten of them readable as thin lines on white.
+SEED_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                "#17becf")
 
 
 def save_png(fig, path, dpi: int) -> None:
@@ -94,11 +99,13 @@ def _mix(color, towards, amount: float) -> tuple:
 def seed_color(label: str, seed: int) -> tuple:
   """Seed `seed`'s shade of the model's colour (`model_color`), for figures that tell the seeds
   of one model apart: seed 0 in the model's colour, seeds 1-4 lighter (`SEED_SHADES`), seeds 5-9
-  darker, and so on alternately."""
+  darker, and so on alternately. A model drawn in black (the dense ViT) has no darker shade: its
+  seeds 5-9 are black like seed 0, so a figure of more of its seeds gives each its own colour
+  (`SEED_PALETTE`, as `mone.chapters.calibration.figure` does)."""
   if not isinstance(seed, numbers.Integral) or seed < 0:
     raise ValueError(f"seed must be an int >= 0, got {seed!r}")
   shade = SEED_SHADES[int(seed) % len(SEED_SHADES)]
-  if (int(seed) // len(SEED_SHADES)) % 2:  # seeds 5-9: towards black, so that no two of ten seeds look alike
+  if (int(seed) // len(SEED_SHADES)) % 2:  # seeds 5-9: towards black, so that no two of ten seeds of a colour look alike
     return _mix(model_color(label), "black", 0.15 + 0.6 * shade)
   return _mix(model_color(label), "white", shade)
 
@@ -302,31 +309,40 @@ def adaptation_figure(by_seed: dict, title: str, per: str = "image"):
   return fig
 
 
-def learning_curves_figure(runs: dict, title: str = "", colors: dict | None = None):
-  """Learning curves of finished runs ({label: metrics with `curve`}): accuracy on validation
-  (solid) and on the fixed training images (dashed) per step, and the training loss, so a reader
-  sees whether each run has stopped improving and how far training runs ahead of validation.
-  colors: label -> colour (the seeds of one model: `seed_color`); by default the theme's cycle.
-  Each run is drawn as it was logged (no statistic over runs), so with matplotlib's own lines."""
+def learning_curves_figure(runs: dict, title: str = "", colors: dict | None = None, legend_title: str | None = None):
+  """Learning curves of finished runs ({label: metrics with `curve`, or a list of them: the seeds
+  of one setup, drawn alike, thinner and fainter, and named once}): accuracy on validation (solid)
+  and on the fixed training images (dashed) per step, and the training loss, so a reader sees
+  whether each run has stopped improving and how far training runs ahead of validation. colors:
+  label -> colour (the seeds of one model: `seed_color` or `SEED_PALETTE`); by default the theme's
+  cycle. The labels are named once, below both panels, under `legend_title` (what every label
+  shares, e.g. the recipe of seeds named 'seed 0', 'seed 1': up to ten in one row where the labels
+  are that short). Each run is drawn as it was logged (no statistic over runs), so with
+  matplotlib's own lines."""
   import matplotlib.pyplot as plt
   from matplotlib.lines import Line2D
   theme()
   colors = colors or {label: f"C{i}" for i, label in enumerate(runs)}
   fig, (acc, loss) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"wspace": 0.25})
-  for label, m in runs.items():
-    curve, color = m["curve"], colors[label]
-    step = [p["step"] for p in curve]
-    if curve[0]["val_accuracy"] is not None:
-      acc.plot(step, [100 * p["val_accuracy"] for p in curve], "-o", ms=3, color=color)
-    acc.plot(step, [100 * p["train_accuracy"] for p in curve], "--", color=color)
-    loss.plot(step, [p["train_loss"] for p in curve], "-", color=color, label=label)
+  for label, ms in runs.items():
+    # a setup's seeds thinner and fainter, under the single runs: a bundle of ten would hide them
+    bundle = dict(lw=1.0, alpha=0.6, zorder=1.5) if isinstance(ms, list) else dict(zorder=2.5)
+    for i, m in enumerate(ms if isinstance(ms, list) else [ms]):
+      curve, color = m["curve"], colors[label]
+      step = [p["step"] for p in curve]
+      if curve[0]["val_accuracy"] is not None:
+        acc.plot(step, [100 * p["val_accuracy"] for p in curve], "-o", ms=2 if isinstance(ms, list) else 3, color=color, **bundle)
+      acc.plot(step, [100 * p["train_accuracy"] for p in curve], "--", color=color, **bundle)
+      loss.plot(step, [p["train_loss"] for p in curve], "-", color=color, label=label if i == 0 else "_" + label, **bundle)
   acc.set(xlabel="training step", ylabel="top-1 accuracy (%)", title="accuracy")
   loss.set(xlabel="training step", ylabel="training loss (mean since the previous point)", title="loss")
   # Line styles in the accuracy panel, runs (colours) once below both: a legend per curve hid them.
   acc.legend([Line2D([], [], color="0.3", ls="-", marker="o", ms=3), Line2D([], [], color="0.3", ls="--")],
              ["validation", "training images"], fontsize=8, loc="lower right")
+  short = len(runs) <= 10 and all(len(label) <= 12 for label in runs)  # 'seed 0' ... 'seed 9': one row
   fig.legend(*loss.get_legend_handles_labels(), loc="upper center", bbox_to_anchor=(0.5, 0.0),
-             ncol=2, fontsize=8, frameon=False)
+             ncol=len(runs) if short else 2, fontsize=8, title=legend_title, title_fontsize=8, frameon=False,
+             **(dict(handlelength=1.6, columnspacing=1.2) if short else {}))
   if title:
     fig.suptitle(title, y=1.02)
   return fig

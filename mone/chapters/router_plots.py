@@ -105,12 +105,37 @@ def video_tokens_figure(video, full, tubelet: int, patch: int, masks=None, label
   return fig
 
 
+def _stack_legends(keys, panels) -> list:
+  """Each panel's legend entries (panels: (title, axes)) moved into the empty axes `keys`, one
+  legend per panel under the one before (measured, so that none runs into the next; more than five
+  entries in two columns); a panel's own legend is removed. Figure legends, so that the legibility
+  audit (`mone.chapters.legibility`) checks every one of them against every panel's data. Returns
+  the legends placed."""
+  from matplotlib.transforms import ScaledTranslation
+  fig = keys.figure
+  renderer = fig.canvas.get_renderer()
+  placed, drop = [], 0.0  # inches below the top of `keys`
+  for title, ax in panels:
+    if ax.get_legend():
+      ax.get_legend().remove()
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+      continue
+    at = keys.transAxes + ScaledTranslation(0, -drop, fig.dpi_scale_trans)
+    leg = fig.legend(handles, labels, title=title, fontsize=9, title_fontsize=9, loc="upper left", bbox_to_anchor=(0, 1),
+                     bbox_transform=at, frameon=False, ncol=2 if len(handles) > 5 else 1, alignment="left")
+    drop += leg.get_window_extent(renderer).height / fig.dpi + 0.1
+    placed.append(leg)
+  return placed
+
+
 def router_figure(study: dict, e_c: float, router_counts, title: str):
   """Figure 6 (`study`: {study: {value: {seed: point}}} for 'curve' (MoNE over e_c, router at
   layer 0), 'router position', 'number of routers', 'learned router' and 'random router'):
   (a) the layer-0 curve as a mean over seeds with the seeds' range, and each seed's run with the
   router later (marker: layer, shade: seed); (b) each seed's accuracy by number of routers;
-  (c) the learned and the random router over e_c, means with the seeds' range."""
+  (c) the learned and the random router over e_c, means with the seeds' range. The three panels'
+  legends stand in the grid's fourth cell, one under the other (`_stack_legends`), off the data."""
   import matplotlib.pyplot as plt
   import pandas as pd
   import seaborn as sns
@@ -120,7 +145,7 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
   curve, later = frame("curve"), frame("router position")
   later = later[later["value"] != 0]  # layer 0 is the curve's own run at this e_c
   # Two by two, about as wide as the book's column (shown near its own size, its text stays readable);
-  # the fourth cell holds the legends of (a) and (b), which would cover their points.
+  # the fourth cell holds the legends of (a), (b) and (c), which over their panels would cover points.
   fig, grid = plt.subplots(2, 2, figsize=(8.2, 7.8), layout="constrained")  # the FLOPs axes need it
   axes, keys = [grid[0, 0], grid[0, 1], grid[1, 0]], grid[1, 1]
   keys.axis("off")
@@ -137,8 +162,6 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
     for layer, s in zip(later["value"], later["seed"]):
       ax.plot([], [], ls="none", marker=marker[layer], ms=8, color=plots.seed_color("MoNE", s), label=f"layer {layer}, $e_c$={e_c}, seed {s}")
   ax.set(title="(a) router position", ylabel="top-1 accuracy (%)")
-  if ax.get_legend_handles_labels()[0]:
-    keys.add_artist(keys.legend(*ax.get_legend_handles_labels(), title="(a)", fontsize=9, loc="upper left", frameon=False))
   ax = axes[1]
   counts = frame("number of routers")
   if len(counts):
@@ -147,10 +170,6 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
                  palette={f"seed {s}": plots.seed_color("MoNE", s) for s in counts["seed"]}, ax=ax)
   ax.set(title=f"(b) number of routers, $e_c$={e_c}", xlabel="routers (evenly spaced from layer 0)",
          ylabel="top-1 accuracy (%)", xticks=list(router_counts))
-  if ax.get_legend():
-    ax.get_legend().remove()
-    keys.legend(*ax.get_legend_handles_labels(), title="(b)", fontsize=9, loc="upper right", frameon=False,
-                ncol=2 if len(ax.get_legend_handles_labels()[0]) > 5 else 1)
   ax = axes[2]
   both = pd.concat([frame("learned router").assign(model="MoNE"), frame("random router").assign(model="MoNE, random router")])
   unit = plots.flops_axis(ax, list(both["gflops"]) or list(curve["gflops"]))
@@ -160,7 +179,7 @@ def router_figure(study: dict, e_c: float, router_counts, title: str):
     if len(pts):
       plots.mean_and_seeds(ax, pts.assign(flops=pts["gflops"] / unit), "flops", plots.model_color(model), f"MoNE, {name} (seed mean)", **style)
   ax.set(title="(c) learned vs random router", ylabel="top-1 accuracy (%)")
-  ax.legend(fontsize=10)
+  _stack_legends(keys, [(title, ax) for title, ax in zip(("(a)", "(b)", "(c)"), axes)])
   for ax in axes:
     for item in [ax.title, ax.xaxis.label, ax.yaxis.label] + ax.get_xticklabels() + ax.get_yticklabels():
       item.set_fontsize(10)

@@ -97,12 +97,23 @@ def test_figure_draws_validation_and_training_curves_of_every_run():
   assert [t.get_text() for t in fig.legends[0].get_texts()] == names
   assert [l.get_color() for l in loss.get_lines()] == ["C0", "C1"]
   assert list(acc.get_lines()[1].get_ydata()) == [50, 72, 85, 90] and len(loss.get_lines()) == 2
-  # the same setup at another seed: its own curve, both named by seed
-  runs.append({**runs[1], "config": {**runs[1]["config"], "seed": 1}})
+  # the same setup at another seed: its own curve, in its setup's colour and named once with its count of seeds
+  runs.append({**runs[1], "config": {**runs[1]["config"], "seed": 1},
+               "curve": [{**p, "val_accuracy": p["val_accuracy"] - 0.01} for p in runs[1]["curve"]]})
   runs[1]["config"] = {**runs[1]["config"], "seed": 0}
-  acc, loss = calibration.figure(runs).axes
-  assert [l.get_label() for l in loss.get_lines()] == [
-      "4000 steps, 50k images, wd 0.1", "4000 steps, 100k images, wd 0.1, seed 0", "4000 steps, 100k images, wd 0.1, seed 1"]
+  fig = calibration.figure(runs)
+  acc, loss = fig.axes
+  assert [(l.get_label(), l.get_color()) for l in loss.get_lines()] == [
+      ("4000 steps, 50k images, wd 0.1", "C0"), ("4000 steps, 100k images, wd 0.1 (2 seeds)", "C1"),
+      ("_4000 steps, 100k images, wd 0.1 (2 seeds)", "C1")]
+  assert [t.get_text() for t in fig.legends[0].get_texts()] == ["4000 steps, 50k images, wd 0.1", "4000 steps, 100k images, wd 0.1 (2 seeds)"]
+  assert [list(l.get_ydata()) for l in acc.get_lines() if l.get_linestyle() == "-"] == [
+      [50, 70, 80, 85], [50, 60, 70, 75], [49, 59, 69, 74]]
+  # ... thinner and fainter than a single run, which it would hide
+  assert [(l.get_linewidth(), l.get_alpha()) for l in loss.get_lines()][1:] == [(1.0, 0.6)] * 2
+  assert loss.get_lines()[0].get_alpha() is None
+  from mone.chapters import legibility
+  assert legibility.audit(fig, 150)["alike"] == []
 
 
 def test_discrimination_table_pairs_dense_and_matvit_runs_of_the_same_setup_only():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claim_plots, claims, cli, pages, significance, stats, verdicts
+from mone.chapters import claim_plots, claims, cli, legibility, pages, significance, stats, verdicts
 
 
 def _seeds(values):
@@ -290,7 +290,7 @@ def test_changes_lists_every_claim_before_and_after_and_flags_changed_verdicts(t
     cli.main(["claims", str(tmp_path / "x.md"), "--compare", str(tmp_path / "nowhere")])
 
 
-def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tmp_path):
+def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tmp_path, monkeypatch):
   three = {"03": [claims.trained("fig3.a", "c", "p", _seeds([1.0, 3.0, -0.5]), relation="beats", tolerance=0.0),
                   claims.trained("fig3.one", "c", "p", _seeds([1.0]), relation="beats", tolerance=0.0)]}
   five = {"03": [claims.trained("fig3.a", "c", "p", _seeds([1.0, 3.0, -0.5, 2.0, 1.5]), relation="beats", tolerance=0.0),
@@ -307,6 +307,21 @@ def test_the_comparison_figure_draws_the_claims_with_an_interval_in_both_sets(tm
       significance.annotate(three), significance.annotate(five))
   cli.main(["claims", *argv])
   assert png.read_bytes() == first  # the same claims draw the same bytes
+  # The two sets tell apart in the legend by marker and line, not by width alone (which the audit,
+  # like a reader of a small figure, does not see), and the legend, below the panels, covers no interval.
+  audit = legibility.read(first)
+  assert audit["alike"] == [] and audit["covers_data"] == [] and audit["min_text_px"] >= 12
+  drawn = []
+  monkeypatch.setattr(claim_plots.plots, "save_png", lambda fig, path, dpi: drawn.append(fig))
+  claim_plots.compare_figure(three, five, png, "3 seeds", "5 seeds")
+  (legend,) = drawn[0].legends
+  handles = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+  before, after = handles["3 seeds (thin line, open circle, above)"], handles["5 seeds (thick line, filled diamond, below)"]
+  assert (before.get_marker(), after.get_marker()) == ("o", "D") and before.get_linewidth() < after.get_linewidth()
+  top = drawn[0].axes[0]  # the intervals and means drawn as the legend says
+  means = [l for l in top.get_lines() if l.get_linestyle() == "None" and len(l.get_xdata())]
+  assert [l.get_marker() for l in means] == ["o", "D"]  # fig3.a: before, then after
+  assert means[0].get_markerfacecolor() == "white" and means[1].get_markerfacecolor() == means[1].get_color()
   with pytest.raises(ValueError, match="no trained claim has an interval in both"):  # one seed: no interval
     claim_plots.compare_figure({"03": three["03"][1:]}, {"03": five["03"][1:]}, png, "a", "b")
   with pytest.raises(SystemExit):

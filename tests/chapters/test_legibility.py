@@ -72,3 +72,21 @@ def test_hidden_text_is_not_read():
   assert legibility.audit(fig, 100)["min_text"] != "tiny"
   plt.close(fig)
 
+
+
+def test_entries_that_differ_only_in_line_width_look_the_same_and_a_marker_tells_them_apart():
+  # What a reader of a figure shown smaller than its own size sees: two widths of one grey are one
+  # style (the seed-plan comparison's '3 seeds (thin)' / '5 seeds (thick)'); an open circle against a
+  # filled diamond is not.
+  fig, ax = plt.subplots(figsize=(4, 3))
+  ax.plot([0, 1], [0, 1], color="0.4", lw=1.2, label="thin")
+  ax.plot([0, 1], [1, 0], color="0.4", lw=3.0, label="thick")
+  fig.legend(loc="lower center", bbox_to_anchor=(0.5, -0.2))
+  assert legibility.audit(fig, 100)["alike"] == ["the figure: legend entries 'thin', 'thick' look the same"]
+  plt.close(fig)
+  fig, ax = plt.subplots(figsize=(4, 3))
+  ax.plot([0, 1], [0, 1], color="0.4", lw=1.2, marker="o", mfc="white", label="thin")
+  ax.plot([0, 1], [1, 0], color="0.4", lw=3.0, marker="D", label="thick")
+  fig.legend(loc="lower center", bbox_to_anchor=(0.5, -0.2))
+  assert legibility.audit(fig, 100)["alike"] == []
+  plt.close(fig)

@@ -9,8 +9,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from mone.chapters import (calibration, claim_plots, claims, comparisons, experiments, plots, router_plots, speed,  # noqa: E402
-                           stats, verdicts)
+from mone.chapters import (calibration, claim_plots, claims, comparisons, experiments, legibility, plots, router_plots,  # noqa: E402
+                           speed, speed_investigations, stats, verdicts)
 
 # A warning on a chapter's page is a bug (test_book.py): the figures must draw without one.
 pytestmark = pytest.mark.filterwarnings("error")
@@ -248,21 +248,47 @@ def _run(seed, vals, kind="vit"):
 
 
 def test_learning_curves_of_one_setup_by_seed_are_shades_of_the_models_colour():
-  runs = [_run(s, [0.5, 0.6 + 0.01 * s, 0.7]) for s in (0, 1, 2)]
+  runs = [_run(s, [0.5, 0.6 + 0.01 * s, 0.7]) for s in (2, 0, 1)]
   fig = calibration.figure(runs, "t")
   acc, loss = fig.axes
-  labels = [f"3000 steps, 50k images, wd 0.1, seed {s}" for s in (0, 1, 2)]
-  assert [l.get_label() for l in loss.get_lines()] == labels
+  # named by seed (in seed order), under the recipe they share: not the recipe again on every entry
+  assert [l.get_label() for l in loss.get_lines()] == ["seed 0", "seed 1", "seed 2"]
+  (legend,) = fig.legends
+  assert legend.get_title().get_text() == "3000 steps, 50k images, wd 0.1"
+  assert [t.get_text() for t in legend.get_texts()] == ["seed 0", "seed 1", "seed 2"]
   for s, line in enumerate(loss.get_lines()):
     assert _rgb(line.get_color()) == _rgb(plots.seed_color("ViT", s))
+    np.testing.assert_allclose(line.get_ydata(), [0.5, 0.4 - 0.01 * s, 0.3])
   assert [(_rgb(l.get_color()), l.get_linestyle()) for l in acc.get_lines()] == [
       (_rgb(plots.seed_color("vit", s)), ls) for s in (0, 1, 2) for ls in ("-", "--")]
   assert matplotlib.rcParams["axes.grid"]
+  report = legibility.audit(fig, 100)
+  assert report["alike"] == [] and report["covers_data"] == []
   # runs of several setups keep the theme's cycle, one colour each
   other = {**_run(0, [0.5, 0.6, 0.7]), "train_steps": 2000}
   other["curve"] = other["curve"][:2]
   fig = calibration.figure([runs[0], other])
   assert [l.get_color() for l in fig.axes[1].get_lines()] == ["C0", "C1"]
+
+
+def test_ten_seeds_of_the_dense_vit_each_get_a_colour_of_their_own():
+  # The dense ViT is black: its seeds 5-9 have no darker shade (seed_color gives black again), so ten
+  # seeds of it were drawn in six blacks that the audit read as one. Each seed now has its own colour.
+  assert {_rgb(plots.seed_color("ViT", s)) for s in (0, 5, 6, 7, 8, 9)} == {(0.0, 0.0, 0.0)}
+  runs = [_run(s, [0.5, 0.6 + 0.01 * s, 0.7]) for s in range(10)]
+  fig = calibration.figure(runs, "t")
+  acc, loss = fig.axes
+  colours = [_rgb(l.get_color()) for l in loss.get_lines()]
+  assert colours == [_rgb(c) for c in plots.SEED_PALETTE] and len(set(colours)) == 10
+  assert [(_rgb(l.get_color()), l.get_linestyle()) for l in acc.get_lines()] == [
+      (_rgb(plots.SEED_PALETTE[s]), ls) for s in range(10) for ls in ("-", "--")]
+  (legend,) = fig.legends
+  assert [t.get_text() for t in legend.get_texts()] == [f"seed {s}" for s in range(10)]
+  assert legend.get_title().get_text() == "3000 steps, 50k images, wd 0.1" and legend._ncols == 10  # one row, below
+  report = legibility.audit(fig, 100)
+  assert report["alike"] == [] and report["covers_data"] == []
+  box, panels = legend.get_window_extent(), [ax.get_window_extent() for ax in fig.axes]
+  assert all(box.y1 < p.y0 for p in panels)  # beside (below) the panels, over none of them
 
 
 def test_router_figure_draws_the_three_studies_by_seed():
@@ -294,6 +320,19 @@ def test_router_figure_draws_the_three_studies_by_seed():
   np.testing.assert_allclose(random.get_ydata(), [71])
   np.testing.assert_allclose(_bars(c, plots._light(rnd)), [[6, 70, 72]])
   assert fig._suptitle.get_text() == "t"
+  # Every panel's legend stands in the empty fourth cell, one under the other: none over a panel's
+  # points (the audit reads them all), none over another legend
+  assert [ax.get_legend() for ax in (a, b, c)] == [None, None, None]
+  assert [leg.get_title().get_text() for leg in fig.legends] == ["(a)", "(b)", "(c)"]
+  assert [t.get_text() for t in fig.legends[2].get_texts()] == ["MoNE, learned router (seed mean)", "MoNE, random router (seed mean)"]
+  assert [t.get_text() for t in fig.legends[1].get_texts()] == ["seed 0", "seed 1"]
+  report = legibility.audit(fig, 100)
+  assert report["covers_data"] == [] and report["alike"] == []
+  boxes = [leg.get_window_extent() for leg in fig.legends]
+  cell = fig.axes[3].get_window_extent()
+  for upper, lower in zip(boxes, boxes[1:]):
+    assert lower.y1 < upper.y0  # stacked, not overlapping
+  assert all(cell.x0 - 1 <= bx.x0 and bx.x1 <= cell.x1 + 1 and bx.y1 <= cell.y1 + 1 for bx in boxes)
 
 
 def test_token_figures_show_what_is_selected():
@@ -397,13 +436,13 @@ def test_the_speed_chapter_draws_the_committed_benchmark_files():
     assert len([ax for ax in fig.axes if ax.get_visible()]) == len(speed.groups(gpu["rows"], "workload", "mode"))
     assert gpu["machine"]["device"] in fig._suptitle.get_text()
     plt.close(fig)
-  fig = speed.blocks_figure(block["rows"])
+  fig = speed_investigations.blocks_figure(block["rows"])
   assert len(fig.axes) == len(speed.groups(block["rows"], "batch", "mode"))
   plt.close(fig)
-  fig = speed.matmuls_figure(matmul["rows"])
+  fig = speed_investigations.matmuls_figure(matmul["rows"])
   assert len(fig.axes) == len(speed.groups(matmul["rows"], "model", "e_c"))
   plt.close(fig)
-  assert speed.block_summary(block["rows"]) and speed.matmul_summary(matmul["rows"]) and speed.masked_summary(full["rows"])
+  assert speed_investigations.block_summary(block["rows"]) and speed_investigations.matmul_summary(matmul["rows"]) and speed.masked_summary(full["rows"])
   # The GPU runs summed up per model and mode, over every committed file
   gpus = speed.gpu_benchmarks()
   findings = speed.gpu_findings(gpus)
