@@ -159,7 +159,7 @@ def _missing(name: str) -> str:
 
 
 def blocks_section(bench: Path, figures: Path, out: Path) -> str:
-  """Where the time goes: one block timed alone (`blocks_figure`, `.block_summary`, `.block_report`)."""
+  """Where the time goes: one block timed alone (`blocks_figure`, `block_summary`, `speed.block_report`)."""
   path = bench / BLOCK
   if not path.exists():
     return WHERE + _missing(BLOCK)
@@ -171,7 +171,7 @@ def blocks_section(bench: Path, figures: Path, out: Path) -> str:
 
 
 def matmuls_section(bench: Path, figures: Path, out: Path) -> str:
-  """One matmul at a time (`matmuls_figure`, `.matmul_summary`, `.matmul_report`)."""
+  """One matmul at a time (`matmuls_figure`, `matmul_summary`, `speed.matmul_report`)."""
   path = bench / MATMUL
   if not path.exists():
     return MATMULS + _missing(MATMUL)
