@@ -172,6 +172,20 @@ def code_provenance() -> dict:
           "allocator": allocator()}
 
 
+PROVENANCE_KEYS = ("commit", "dirty", "xla_flags", "jax", "jaxlib", "cpu_model", "isa")
+
+
+def require_provenance(metrics: dict, path) -> dict:
+  """metrics, if its run file records the code and machine that trained it (`code_provenance`:
+  every key of PROVENANCE_KEYS, a commit among them); else a one-line ValueError naming the file.
+  The next profile reads only such runs: a run is compared with runs of its own code version."""
+  code = metrics.get("code") or {}
+  if missing := [k for k in PROVENANCE_KEYS if k not in code or (k == "commit" and not code[k])]:
+    raise ValueError(f"{Path(path).name}: the run file does not record {', '.join(missing)} of the code that "
+                     "trained it (code provenance); retrain it with this code to use it in the next profile")
+  return metrics
+
+
 def allocator() -> str:
   """The allocator this process's malloc calls reach: 'tcmalloc' or 'jemalloc' where such a library
   is loaded (read from /proc/self/maps; `mone.train.hostmem` preloads tcmalloc), else 'glibc';

@@ -211,7 +211,8 @@ def choose(task: str, outcomes: dict) -> str | None:
 
 
 def _read(path):
-  return results.read_json(path) if path.exists() else None
+  """A calibration run file, None while it is missing; one that does not record its code is refused."""
+  return results.require_provenance(results.read_json(path), path) if path.exists() else None
 
 
 def stage_outcome(task: str, candidate: str, stage: str, root) -> dict | None:

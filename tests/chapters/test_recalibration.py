@@ -20,7 +20,8 @@ def _run_file(final: float, early: float = 0.5, steps: int = 6000, every: int = 
     else:
       val = final - slope * (steps - step) / (0.25 * steps)
     curve.append({"step": step, "val_accuracy": val, "train_accuracy": val})
-  return {"train_steps": steps, "curve": curve, "config": {"model": {"num_classes": classes}}}
+  code = {"commit": "0" * 40, "dirty": False, "xla_flags": "", "jax": "0", "jaxlib": "0", "cpu_model": "x86", "isa": "AVX2"}
+  return {"train_steps": steps, "curve": curve, "config": {"model": {"num_classes": classes}}, "code": code}
 
 
 def test_the_committed_file_is_the_frozen_document():
@@ -127,3 +128,20 @@ def test_the_queue_walks_stages_then_candidates(tmp_path):
   land(rc.runs(task, second, "A") + rc.runs(task, second, "B"), lambda r: 0.9)
   assert rc.progress(task, tmp_path)[1:] == ([], second)
   assert "chosen: temporal-9k-warmup10" in rc.status(tmp_path)
+
+
+def test_a_run_file_without_its_code_version_is_refused(tmp_path):
+  # The next profile compares a run only with runs of its own code: one that does not say which code
+  # trained it stops the calibration's readout in one line, and is left as it was.
+  task = "temporal"
+  r = rc.runs(task, rc.CANDIDATES[task][0][0], "A")[0]
+  old = _run_file(0.9)
+  del old["code"]["commit"]
+  results.atomic_write_json(r.run_path(tmp_path), old)
+  before = r.run_path(tmp_path).read_bytes()
+  with pytest.raises(ValueError, match=r"does not record commit of the code that trained it"):
+    rc.progress(task, tmp_path)
+  assert r.run_path(tmp_path).read_bytes() == before
+  # Every committed calibration run records it.
+  committed = sorted((results.RESULTS / rc.FOLDER / "runs").glob("*.json"))
+  assert committed and all(results.require_provenance(results.read_json(p), p) for p in committed)
