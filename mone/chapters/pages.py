@@ -173,18 +173,19 @@ def _answer_lines(everything: list[dict], root: Path, doc_prefix: str) -> list[s
 
 
 def landing(root: Path | None = None, figure: str | None = None, tables: str = "claims") -> str:
-  """The landing page's answer (book/verdicts.md, included by the book's root page): the families'
-  lines, the headline with its training context, a glossary, the forest plot at `figure` (a path
+  """The landing page's answer (book/verdicts.md, included by the book's root page): the headline,
+  the families' lines, the headline's training context, a glossary, the forest plot at `figure` (a path
   relative to the page), the compact table, the deviations from the plan, and a link to the full
   tables (the page `tables`)."""
   root = Path(root) if root is not None else results.results_root()
   everything, trained, head = _answer(root)
-  out = [line + "\n" for line in _answer_lines(everything, root, "notebooks/")]
-  if head and head.get("ci95"):
+  out = []
+  if head and head.get("ci95"):  # first, so that the page's first screen answers the paper's headline
     n = head.get("seeds_to_decide")
     out.append(f"**The headline**, \"{head['claim']}\": {verdicts.fmt_value(head['measured'], 'points')} "
                f"(95% CI {verdicts.fmt_ci(head)}, {head['n_seeds']} seeds), {head['verdict']}"
                + (f"; about {n} seeds would decide it with 80% power at this mean and spread.\n" if n else ".\n"))
+  out += [line + "\n" for line in _answer_lines(everything, root, "notebooks/")]
   if context := training_context(root):
     out.append(context + "\n")
   out.append("**Words used below.** " + "; ".join(f"*{term}*: {meaning}" for term, meaning in GLOSSARY) + ".\n")

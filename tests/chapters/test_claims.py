@@ -206,6 +206,8 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   page = results.REPO / "book" / "verdicts.md"
   figure = "../results/landing.png" if (results.RESULTS / pages.LANDING_FIGURE).exists() else None
   assert page.read_text() == pages.landing(results.RESULTS, figure), "run `python -m mone.chapters claims book/verdicts.md`"
+  # the paper's headline, in words, is the answer's first line: it is on the landing's first screen
+  assert page.read_text().startswith('**The headline**, "MoNE at e_c = 0.4 matches the dense ViT')
   assert (results.REPO / "book" / "claims.md").read_text() == pages.tables_page(results.RESULTS), \
       "run `python -m mone.chapters claims book/verdicts.md --tables book/claims.md`"
   # The claims files carry the family-wise view of every chapter together (written by that command).
