@@ -342,7 +342,10 @@ def main():
         when = "? h" if estimate is None else f"~{estimate / 3600:.1f} h" + ("" if step is None else " left")
       print(f"{i:2d} {state:14s} {when:>16s} {experiments.run_path(cfg).name:42s} {label}")
     todo = len(runs) - len(done)
-    print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
+    if args.calibration:  # the calibration lists only what its open stages still need: count its files apart
+      print(f"{recalibration.committed(args.isa_twins)} calibration run files committed; {len(runs)} runs pending in "
+            "the stages now open:\n" + recalibration.status(results.RESULTS))
+    print(f"{len(done)} of {len(runs)} {'pending runs ' * args.calibration}done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
           f"(from finished CPU runs of the same config at another seed, else of its name and kind: run_times.estimate_seconds; "
           f"{unknown} more without such a run yet)")
     print("\nWhere the finished runs trained:\n" + devices.device_table(done))

@@ -267,6 +267,12 @@ def queue(isa_twins: bool, freeze: bool) -> list[tuple[str, schema.TrainConfig]]
   return chosen
 
 
+def committed(twins: bool = False, root=None) -> int:
+  """How many calibration run files (the AVX2 twins' with twins) are under the results folder."""
+  root = results.RESULTS if root is None else root
+  return len(list((root / (TWIN_FOLDER if twins else FOLDER) / "runs").glob("*.json")))
+
+
 def status(root=None) -> str:
   """Where each task's calibration stands, in a few lines."""
   root = results.RESULTS if root is None else root

@@ -149,9 +149,13 @@ def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(mon
       monkeypatch.delenv(var)
     monkeypatch.setattr(sys, "argv", ["train_queue.py", *flags, "--list"])
     train_queue.main()
-    listed = [line.split()[-1] for line in capsys.readouterr().out.splitlines() if "seed 10" in line]
+    out = capsys.readouterr().out
+    listed = [line.split()[-1] for line in out.splitlines() if "seed 10" in line]
     expected = [r for r in recalibration.pending() if r.twin == twins]
     assert listed and len(listed) == len(expected)
+    # the files already committed are counted apart from the pending runs the list shows
+    assert f"{recalibration.committed(twins)} calibration run files committed; {len(expected)} runs pending" in out
+    assert recalibration.committed() == len(list((results.RESULTS / "calibration_v3" / "runs").glob("*.json"))) > 0
     assert os.environ["MONE_RESULTS_DIR"].endswith("calibration_v3/avx2" if twins else "calibration_v3")
     assert (os.environ.get("XLA_FLAGS") == recalibration.ISA_TWIN_FLAGS) == twins
 
