@@ -38,10 +38,9 @@ from mone.train import loop
 
 def last_step(cfg) -> int | None:
   """The last step cfg's workdir logged (metrics.jsonl), or None where it has none."""
-  lines = (experiments.workdir(cfg) / "metrics.jsonl")
-  if not lines.exists():
-    return None
-  return max((json.loads(l).get("step", 0) for l in lines.read_text().splitlines() if l.strip()), default=0)
+  lines = experiments.workdir(cfg) / "metrics.jsonl"
+  return max((json.loads(l).get("step", 0) for l in lines.read_text().splitlines() if l.strip()), default=0) \
+      if lines.exists() else None
 
 
 def seconds_left(cfg, estimate: float | None, step: int | None) -> float | None:
@@ -342,10 +341,9 @@ def main():
         when = "? h" if estimate is None else f"~{estimate / 3600:.1f} h" + ("" if step is None else " left")
       print(f"{i:2d} {state:14s} {when:>16s} {experiments.run_path(cfg).name:42s} {label}")
     todo = len(runs) - len(done)
-    if args.calibration:  # the calibration lists only what its open stages still need: count its files apart
-      print(f"{recalibration.committed(args.isa_twins)} calibration run files committed; {len(runs)} runs pending in "
-            "the stages now open:\n" + recalibration.status(results.RESULTS))
-    print(f"{len(done)} of {len(runs)} {'pending runs ' * args.calibration}done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
+    if args.calibration:  # it lists only what its open stages still need: its committed files are counted apart
+      print(f"{recalibration.committed(args.isa_twins)} calibration run files committed; {len(runs)} runs pending:\n{recalibration.status()}")
+    print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
           f"(from finished CPU runs of the same config at another seed, else of its name and kind: run_times.estimate_seconds; "
           f"{unknown} more without such a run yet)")
     print("\nWhere the finished runs trained:\n" + devices.device_table(done))
