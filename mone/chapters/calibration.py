@@ -19,6 +19,7 @@ import json
 from mone import results
 from mone.chapters import analysis, plots
 from mone.configs import recipes, schema
+from mone.models import kinds
 
 PLATEAU_GAIN = 0.015       # validation accuracy gained over the last quarter of steps
 MEMORISATION_GAP = 0.10    # final training accuracy minus final validation accuracy
@@ -71,7 +72,7 @@ def discrimination(dense: dict, matvit: dict, val: dict | None = None, width_ind
   a run file from before them, from `val`: its validation record by width
   (`scripts/temporal_errors.py` writes it: results/calibration/<run>-errors.json). The test
   accuracies and their gap are returned beside them, for reference only."""
-  if dense.get("kind") != "vit" or matvit.get("kind") != "matvit":
+  if not (kinds.is_dense(kinds.of_run(dense)) and isinstance(kinds.of_run(matvit), kinds.MatViT)):
     raise ValueError(f"discrimination compares a dense (vit) run with a matvit run; got kinds "
                      f"{dense.get('kind')!r} and {matvit.get('kind')!r}")
   if dense["name"] != matvit["name"]:
@@ -144,8 +145,8 @@ _NOT_SETUP = ("kind", "e_c", "eval_e_c", "log_every", "eval_every", "checkpoint_
 def pairs(runs: list[dict]) -> list[tuple[dict, dict]]:
   """(dense, matvit) run pairs of the same setup (data, noise, schedule, seed, model size)."""
   setup = lambda m: {"video_noise": 0.0, **{k: v for k, v in m["config"].items() if k not in _NOT_SETUP}}
-  dense = [m for m in runs if m["kind"] == "vit"]
-  return [(d, m) for d in dense for m in runs if m["kind"] == "matvit" and setup(m) == setup(d)]
+  dense = [m for m in runs if kinds.is_dense(kinds.of_run(m))]
+  return [(d, m) for d in dense for m in runs if isinstance(kinds.of_run(m), kinds.MatViT) and setup(m) == setup(d)]
 
 
 def discrimination_table(runs: list[dict], records: dict) -> str:

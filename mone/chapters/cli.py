@@ -26,6 +26,7 @@ from mone import results
 from mone.chapters import (calibration, claim_plots, claims, devices, experiments, headlines, pages, plan,
                            plan_readout, recalibration, preregistration, seed_plans, significance, speed_investigations,
                            training_speed, verdicts)
+from mone.models import kinds
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -133,7 +134,7 @@ def calibration_command(args) -> None:
                                      m["config"].get("video_noise", 0.0)))
   print(calibration.table(runs))
   matvit = [json.loads(p.read_text()) for p in sorted(runs_dir.glob(f"{args.name}-matvit-*.json"))]
-  if args.kind == "vit" and calibration.is_video(runs[0]["config"]) and calibration.pairs(runs + matvit):
+  if kinds.is_dense(kinds.of_run({"kind": args.kind})) and calibration.is_video(runs[0]["config"]) and calibration.pairs(runs + matvit):
     print(calibration.discrimination_table(runs + matvit, calibration.validation_records()))  # the temporal task's question
   if args.figure:
     fig = calibration.figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
@@ -232,7 +233,7 @@ def parser() -> argparse.ArgumentParser:
   p = sub.add_parser("calibration", help="the calibration tables of a config's committed runs",
                      description="The calibration table of a profile's dense runs (results/runs/).")
   p.add_argument("--name", default="digits64", help="config name of the runs (default: digits64)")
-  p.add_argument("--kind", default="vit", help="model kind (default: vit)")
+  p.add_argument("--kind", default="vit", choices=kinds.NAMES, help="model kind (default: vit)")
   p.add_argument("--figure", action="store_true", help="also draw the runs' learning curves under results/calibration/")
   p.set_defaults(run=calibration_command)
 

@@ -277,6 +277,11 @@ def of_run(metrics: dict) -> Kind:
   return KINDS[metrics["kind"], False]
 
 
+def is_dense(kind: Kind) -> bool:
+  """Whether a kind is the dense model (ViT, ViViT): the base class itself, no kind that overrides it."""
+  return type(kind) is Kind
+
+
 def kind_of(cfg) -> Kind:
   """The kind of a training config (`mone.configs.schema.TrainConfig`): its kind, for its model."""
   return lookup(cfg.kind, cfg.model)
