@@ -21,7 +21,7 @@ Then it screenshots the landing page to results/book_landing.png. Needs PyYAML a
 (`apt-get install chromium`, or $CHROMIUM); exits 1 listing every failure, 2 if it cannot run.
 """
 import argparse
-import json
+import functools
 import os
 import pathlib
 import sys
@@ -35,7 +35,7 @@ import book_pages  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mone.chapters import legibility  # noqa: E402  (reads a figure's audit: no JAX, no matplotlib)
+from mone.chapters import claims, legibility  # noqa: E402  (the claims' ids; a figure's audit: no matplotlib)
 MIN_FIGURE_SCALE = 0.3  # a figure shown below this fraction of its pixel width is unreadable
 WINDOW = (1400, 900)  # the reader's window, as wide as a laptop's
 MAX_LANDING_HEIGHT = 6000  # px at WINDOW's width: the answer, not every table, on the landing page
@@ -85,17 +85,17 @@ def check_words(docname, text, failures):
   for hit in book_pages.process_words(text):
     failures.add(page, f"process word or internal hash in the text: {hit}")
   if docname.startswith("notebooks/") or docname == LANDING_PAGE:
-    modules = {p.stem for p in (ROOT / "mone").rglob("*.py") if p.stem != "__init__"}
-    modules |= {p.name for p in (ROOT / "mone").rglob("*") if p.is_dir() and (p / "__init__.py").exists()}
-    claim_ids = {c["id"] for f in (ROOT / "results").glob("*/claims.json") for c in _claims(f)}
-    for name in book_pages.internal_names(text, modules, claim_ids):
+    for name in book_pages.internal_names(text, *_code_names()):
       failures.add(page, f"a module's name in the prose: `{name}` (say what it is)")
 
 
-def _claims(path):
-  """The claims of a chapter's claims.json (a list, or a dict with a 'claims' list)."""
-  data = json.loads(path.read_text())
-  return data["claims"] if isinstance(data, dict) else data
+@functools.cache
+def _code_names():
+  """(the package's module and subpackage names, every claim id of results/*/claims.json): read once
+  for all pages. A claim id looks like a module's attribute and is how the tables name a claim."""
+  modules = {p.stem for p in (ROOT / "mone").rglob("*.py") if p.stem != "__init__"}
+  modules |= {p.name for p in (ROOT / "mone").rglob("*") if p.is_dir() and (p / "__init__.py").exists()}
+  return modules, {c["id"] for chapter in claims.load(ROOT / "results").values() for c in chapter}
 
 
 def check_figures(docname, imgs, html_dir, failures):

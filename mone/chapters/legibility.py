@@ -5,7 +5,7 @@ legend entries that look alike.
 labels, axis labels, titles, legends, annotations) in pixels of the PNG that `savefig(dpi=dpi,
 bbox_inches="tight")` writes; every legend that covers a data point, bar, band or annotation; and
 every legend whose entries share one style (two series a reader cannot tell apart). `png(fig, dpi)`
-writes the PNG with that audit in a text chunk (`KEY`), and `read(path)` reads it back, so that
+writes the PNG with that audit in a text chunk (`KEY`), and `read(data)` reads it back from the PNG's bytes, so that
 scripts/check_book.py can scale it by the width the browser shows the image at: text under 9
 pixels on screen is unreadable, whatever its size in points.
 """
