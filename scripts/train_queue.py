@@ -7,8 +7,8 @@ run file as it finishes, with the weights it saves under results/weights/.
   .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores [--twins]  # a worker a core; --twins: CPU twins (plan.TWINS)
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores --order longest --finish-within 2.3  # what fits in 2.3 h
-  .venv/bin/python scripts/train_queue.py --calibration --workers 2 --pin-cores  # the next profile's calibration
-  .venv/bin/python scripts/train_queue.py --calibration --isa-twins --workers 2 --pin-cores  # its AVX2 twins
+  .venv/bin/python scripts/train_queue.py --calibration [--isa-twins] --workers 2 --pin-cores  # the next profile's calibration [its AVX2 twins]
+  .venv/bin/python scripts/train_queue.py --calibration [--isa-twins] --park  # queue stopped: states to commit for the next machine
   MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
 
@@ -33,7 +33,7 @@ import time
 
 from mone import results
 from mone.chapters import devices, experiments, plan, recalibration, run_times, seed_plans
-from mone.train import loop
+from mone.train import handover, loop, steps
 
 
 def last_step(cfg) -> int | None:
@@ -47,7 +47,6 @@ def seconds_left(cfg, estimate: float | None, step: int | None) -> float | None:
   """The part of a run's `estimate` (its whole training) still to train: the share of its steps
   after `step`, the last one its workdir logged (`last_step`; None: not started). It resumes from
   its last checkpoint, at most checkpoint_every steps before that, so this can fall short by that much."""
-  from mone.train import steps
   if estimate is None or step is None:
     return estimate
   return estimate * max(0.0, 1 - step / steps.num_train_steps(cfg))
@@ -130,11 +129,26 @@ def missing_weights(runs: list) -> list:
           and (plan.keeps_weights(cfg) or plan.keeps_router_weights(cfg)) and (experiments.workdir(cfg) / "metrics.json").exists()]
 
 
-def has_checkpoint(cfg) -> bool:
-  """Whether cfg's workdir holds a checkpoint to resume from (orbax writes a folder per step,
-  named by it; an unfinished write's folder is not)."""
-  folder = experiments.workdir(cfg) / "checkpoints"
-  return folder.is_dir() and any(p.name.isdigit() for p in folder.iterdir())
+def parked(cfg):
+  """Where the queue parks cfg's training state for the next machine (`handover`; --park), beside the run files."""
+  return experiments.results_root() / "parked" / f"{results.run_id(cfg)}.tar.gz"
+
+
+def resumable(cfg) -> bool:
+  """Whether cfg's run resumes from a checkpoint: in its workdir or parked by an earlier machine."""
+  return handover.has_checkpoint(experiments.workdir(cfg)) or parked(cfg).exists()
+
+
+def park(runs: list) -> None:
+  """Packs the newest checkpoint of every unfinished run of `runs` into its `parked` file, to commit:
+  the next machine resumes there. A run a live worker holds is left alone (stop the queue first)."""
+  for _, cfg in runs:
+    if not experiments.run_path(cfg).exists() and handover.has_checkpoint(experiments.workdir(cfg)):
+      if (lock := claim(cfg)) is None:
+        print(f"{experiments.run_path(cfg).name}: a worker is training it; stop the queue, then --park again")
+        continue
+      with lock:
+        print(f"{parked(cfg)}: step {handover.pack(experiments.workdir(cfg), parked(cfg))}")
 
 
 def longest_first(runs: list, seconds: list, resumable: list | None = None) -> list:
@@ -197,29 +211,6 @@ def supervise(name: str, command: list[str], core: int | None, max_runs: int) ->
   return 0
 
 
-def gpu_present() -> bool:
-  """Whether this machine has an NVIDIA GPU (`nvidia-smi -L` lists one), asked without starting JAX:
-  the process that starts the workers must not take the GPU's memory itself."""
-  import shutil
-  if not shutil.which("nvidia-smi"):
-    return False
-  return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
-
-
-def jax_may_use_gpu(environ) -> bool:
-  """Whether JAX in a worker would train on this machine's GPU: one is present and $JAX_PLATFORMS
-  (where set) allows CUDA."""
-  platforms = environ.get("JAX_PLATFORMS", "")
-  return gpu_present() and (not platforms or any(p in platforms for p in ("cuda", "gpu")))
-
-
-def matmul_precision(environ, gpu: bool) -> str | None:
-  """The float32 matmul precision the queue's runs train at: the user's $MONE_MATMUL_PRECISION where
-  set; else "highest" on a GPU (float32 matmuls in full float32, as the CPU computes them: JAX's GPU
-  default may use TF32); else None, JAX's default (on the CPU already full float32)."""
-  return environ.get("MONE_MATMUL_PRECISION") or ("highest" if gpu else None)
-
-
 def finished_runs(twins: bool) -> tuple[dict, list[dict]]:
   """(this folder's run files by file name, the run files that time the queue's runs): the latter
   are the other folder's first (the CPU twins time the configs that first trained on a GPU; MoD has
@@ -235,6 +226,8 @@ def finished_runs(twins: bool) -> tuple[dict, list[dict]]:
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--list", action="store_true", help="print every run's status and exit")
+  ap.add_argument("--park", action="store_true", help="pack each unfinished run's newest checkpoint into "
+                  "<results>/parked/ to commit, for the next machine to resume from (handover), and exit")
   ap.add_argument("--max-runs", type=int, default=0, help="stop after training this many runs (0: all)")
   ap.add_argument("--only", default="", metavar="TEXT", help="only the runs whose run file's name contains TEXT")
   ap.add_argument("--twins", action="store_true",
@@ -261,12 +254,12 @@ def main():
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # --finish-within, for them
   args = ap.parse_args()
-  gpu = jax_may_use_gpu(os.environ)
+  gpu = loop.jax_may_use_gpu(os.environ)
   # Tiny runs leave a GPU mostly idle: on one H200 (16 host cores) each of 8 workers trains a digits64
   # run at about 2,700 examples/s (one alone: 7,600), eight 8,000-step runs in about 6 minutes together.
   if args.workers is None:
     args.workers = 8 if gpu else 1
-  if precision := matmul_precision(os.environ, gpu):
+  if precision := loop.matmul_precision(os.environ, gpu):
     os.environ["MONE_MATMUL_PRECISION"] = precision  # the workers inherit it; every run file records it
     try:
       loop.apply_matmul_precision()  # a value JAX does not know stops the queue here, in one line
@@ -308,6 +301,8 @@ def main():
     return
   if not runs:
     ap.error(f"no run's file name contains --only {args.only!r}")
+  if args.park:
+    return park(runs)
   if args.worker is None and not args.list:
     # Each process reads the plan itself; they never train the same run. One worker too trains each
     # run in a process of its own: the heap of a process that trained run after run keeps the
@@ -334,6 +329,8 @@ def main():
         when = results.trained_where(done[-1])  # where it trained
       else:  # 'at step K' where its workdir logged steps, else 'to do'
         step = last_step(cfg)
+        if step is None and parked(cfg).exists():  # resumes where an earlier machine stopped
+          step = handover.parked_step(parked(cfg))
         state = "to do" if step is None else f"at step {step}"
         estimate = seconds_left(cfg, run_times.estimate_seconds(cfg, finished), step)
         left += estimate or 0.0
@@ -366,7 +363,7 @@ def main():
   def left(cfg):  # seconds of training cfg's run still needs, from where its workdir stopped
     return seconds_left(cfg, run_times.estimate_seconds(cfg, finished), last_step(cfg))
   if args.order == "longest":
-    runs = longest_first(runs, [left(c) for _, c in runs], [has_checkpoint(c) for _, c in runs])
+    runs = longest_first(runs, [left(c) for _, c in runs], [resumable(c) for _, c in runs])
   # Without a deadline every run fits: no estimate is computed for the runs a worker passes over.
   fits = (lambda cfg: True) if args.deadline is None else (lambda cfg: finishes_in_time(left(cfg), time.time(), args.deadline))
   trained = 0
@@ -378,9 +375,12 @@ def main():
       logging.info("run %d of %d: %s (%s)", runs.index((label, cfg)) + 1, len(runs), label, experiments.run_path(cfg).name)
       start = time.time()
       show_curve(cfg)
+      if parked(cfg).exists() and (step := handover.unpack(parked(cfg), experiments.workdir(cfg))) is not None:
+        logging.info("resuming from the state an earlier machine parked at step %d (%s)", step, parked(cfg).name)
       m = experiments.run(cfg, progress=False)
       trained += 1
       save_weights(cfg)
+      parked(cfg).unlink(missing_ok=True)  # the run file replaces it: commit both
     # A run of a plan still training is read by no one until the whole plan has landed: the log
     # keeps its accuracy out of sight too (its curve's: `show_curve`), so that nothing is decided on
     # the runs that finish first.

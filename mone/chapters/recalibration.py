@@ -261,8 +261,11 @@ def queue(isa_twins: bool, freeze: bool) -> list[tuple[str, schema.TrainConfig]]
     write(results.RESULTS)
   chosen = [(r.label, r.config()) for r in pending() if r.twin == isa_twins]
   if isa_twins:
-    os.environ["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), ISA_TWIN_FLAGS) if f)
-    os.environ["MONE_CACHE_DIR"] = str(experiments.cache_root() / "avx2")
+    # The workers it starts inherit both and call this again: each is set once.
+    if ISA_TWIN_FLAGS not in os.environ.get("XLA_FLAGS", ""):
+      os.environ["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), ISA_TWIN_FLAGS) if f)
+    if experiments.cache_root().name != "avx2":
+      os.environ["MONE_CACHE_DIR"] = str(experiments.cache_root() / "avx2")
   os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / (TWIN_FOLDER if isa_twins else FOLDER))
   return chosen
 

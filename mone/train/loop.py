@@ -21,6 +21,8 @@ versions and machines. Parts and run files written before it was recorded have n
 import json
 import logging
 import math
+import shutil
+import subprocess
 import time
 
 import jax
@@ -178,6 +180,28 @@ def apply_matmul_precision() -> None:
     except ValueError:
       raise ValueError(f"MONE_MATMUL_PRECISION must be one of 'default', 'high', 'highest' (or another "
                        f"jax_default_matmul_precision value, e.g. 'tensorfloat32'), got {value!r}") from None
+
+
+def gpu_present() -> bool:
+  """Whether this machine has an NVIDIA GPU (`nvidia-smi -L` lists one), asked without starting JAX:
+  the process that starts the workers must not take the GPU's memory itself."""
+  if not shutil.which("nvidia-smi"):
+    return False
+  return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+def jax_may_use_gpu(environ) -> bool:
+  """Whether JAX in a worker would train on this machine's GPU: one is present and $JAX_PLATFORMS
+  (where set) allows CUDA."""
+  platforms = environ.get("JAX_PLATFORMS", "")
+  return gpu_present() and (not platforms or any(p in platforms for p in ("cuda", "gpu")))
+
+
+def matmul_precision(environ, gpu: bool) -> str | None:
+  """The float32 matmul precision the queue's runs train at: the user's $MONE_MATMUL_PRECISION where
+  set; else "highest" on a GPU (float32 matmuls in full float32, as the CPU computes them: JAX's GPU
+  default may use TF32); else None, JAX's default (on the CPU already full float32)."""
+  return environ.get("MONE_MATMUL_PRECISION") or ("highest" if gpu else None)
 
 
 CURVE_TRAIN_EXAMPLES = 2000  # the fixed training images a learning curve scores

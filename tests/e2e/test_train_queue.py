@@ -10,6 +10,7 @@ import pytest
 
 from mone import results
 from mone.chapters import recalibration
+from mone.train import loop
 
 _spec = importlib.util.spec_from_file_location("train_queue", results.REPO / "scripts" / "train_queue.py")
 train_queue = importlib.util.module_from_spec(_spec)
@@ -121,7 +122,7 @@ def test_longest_first_resumes_the_runs_with_a_checkpoint_before_the_others(tmp_
   cfgs = [cfg for _, cfg in plan.runs()[:3]]
   (experiments.workdir(cfgs[0]) / "checkpoints" / "8000.orbax-checkpoint-tmp-17").mkdir(parents=True)  # unfinished
   (experiments.workdir(cfgs[1]) / "checkpoints" / "250").mkdir(parents=True)
-  assert [train_queue.has_checkpoint(c) for c in cfgs] == [False, True, False]
+  assert [train_queue.resumable(c) for c in cfgs] == [False, True, False]
   runs = ["a", "b", "c", "d"]
   assert train_queue.longest_first(runs, [1.0, 4.0, 2.0, 3.0], [False, False, True, True]) == ["d", "c", "b", "a"]
 
@@ -158,6 +159,11 @@ def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(mon
     assert recalibration.committed() == len(list((results.RESULTS / "calibration_v3" / "runs").glob("*.json"))) > 0
     assert os.environ["MONE_RESULTS_DIR"].endswith("calibration_v3/avx2" if twins else "calibration_v3")
     assert (os.environ.get("XLA_FLAGS") == recalibration.ISA_TWIN_FLAGS) == twins
+    if twins:  # the workers the queue starts inherit its cache folder and ask again: it stays the same
+      cache = os.environ["MONE_CACHE_DIR"]
+      recalibration.queue(isa_twins=True, freeze=False)
+      assert os.environ["MONE_CACHE_DIR"] == cache and cache.endswith("/.cache/avx2")
+      assert os.environ["XLA_FLAGS"] == recalibration.ISA_TWIN_FLAGS
 
 
 @pytest.mark.slow
@@ -298,7 +304,7 @@ def test_twins_lists_the_cpu_twins_of_the_gpu_trained_runs_from_the_committed_fi
 
 
 def test_the_queue_trains_a_gpu_at_highest_matmul_precision_unless_told_otherwise():
-  pick = train_queue.matmul_precision
+  pick = loop.matmul_precision
   assert pick({}, gpu=True) == "highest" and pick({}, gpu=False) is None  # the CPU's default is full float32
   assert pick({"MONE_MATMUL_PRECISION": "default"}, gpu=True) == "default"  # the user's choice stands
   assert pick({"MONE_MATMUL_PRECISION": "high"}, gpu=False) == "high"
@@ -329,7 +335,7 @@ def _fake_gpu(monkeypatch, argv, environ=None):
     monkeypatch.delenv("MONE_RESULTS_DIR")
   for k, v in (environ or {}).items():
     monkeypatch.setenv(k, v)
-  monkeypatch.setattr(train_queue, "gpu_present", lambda: True)
+  monkeypatch.setattr(loop, "gpu_present", lambda: True)
   monkeypatch.setattr(train_queue, "start_worker", start)
   monkeypatch.setattr(sys, "argv", ["train_queue.py", *argv])
   return started
@@ -441,3 +447,21 @@ def test_the_log_shows_no_accuracy_of_a_run_the_ten_seed_plan_reads_all_together
     writer.close()
     logging.getLogger(loop.CURVE_LOG).setLevel(logging.NOTSET)
   assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2  # the workdir keeps both
+
+
+def test_park_packs_each_unfinished_runs_checkpoint_for_the_next_machine(tmp_path, monkeypatch, capsys):
+  import shutil
+  from mone.chapters import experiments, plan
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  cfgs = [cfg for _, cfg in plan.runs()[:3]]
+  for cfg in cfgs[:2]:
+    (experiments.workdir(cfg) / "checkpoints" / "250").mkdir(parents=True)
+    (experiments.workdir(cfg) / "checkpoints" / "250" / "state").write_text("the state")
+  held = train_queue.claim(cfgs[1])  # a live worker trains it: --park leaves it alone
+  train_queue.park([("", cfg) for cfg in cfgs])
+  held.close()
+  assert [train_queue.parked(cfg).exists() for cfg in cfgs] == [True, False, False]
+  assert "a worker is training it; stop the queue, then --park again" in capsys.readouterr().out
+  shutil.rmtree(tmp_path / "cache")  # the next machine comes without the cache
+  assert [train_queue.resumable(cfg) for cfg in cfgs] == [True, False, False]
