@@ -66,8 +66,8 @@ def matmul_rate(n: int = MATMUL_N, reps: int = 7) -> float:
 class Timed:
   """One arm made ready to time: its config, model, state, jitted step and a few real batches."""
 
-  def __init__(self, arm: Arm, num_batches: int, arm_index: int = 0):
-    self.arm, cfg = arm, arm.config()
+  def __init__(self, arm: Arm, num_batches: int, arm_index: int = 0, profile: str = "small"):
+    self.arm, cfg = arm, arm.config(profile)
     self.cfg = cfg
     # Rendering, timed on a few examples (the pipeline's work per batch does not depend on how many
     # the set holds) of a data seed no run uses, so that no arm reads a set an earlier arm rendered

@@ -20,6 +20,7 @@ import numpy as np
 
 from mone import results
 from mone.chapters import plan, plots, stats
+from mone.configs.arms import Arm
 from mone.models import kinds
 from mone.configs import schema
 
@@ -197,11 +198,11 @@ def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", i
   out += ["| model | seed | original: device | accuracy | twin: device | accuracy | difference |",
           "|---|---|---|---|---|---|---|"]
   for r in rows:
-    kind = kinds.of_run(r)
-    model = (kind.label if not kind.routed else  # as the plan labels its arms (`figures.image_runs`)
-             f"MoNE e_c={r['e_c']}" + (", random router" if r["router"] == "random" else "")
-             + (f", router before block {r['router_layer']}" if r.get("router_layer", 0) else "")
-             + (f", {r['num_routers']} routers" if r.get("num_routers", 1) != 1 else ""))
+    # the arm as the plan labels it (`mone.configs.arms.Arm`): a router before block 0 and one router are the default
+    arm = Arm("image", r["kind"]) if not kinds.of_run(r).routed else Arm(
+        "image", r["kind"], r["e_c"], router=r["router"], router_layer=r.get("router_layer") or None,
+        num_routers=None if r.get("num_routers", 1) == 1 else r["num_routers"])
+    model = arm.model
     out.append(f"| {model} | {r['seed']} | {r['original']} | {r['original_acc']:.2f} | {r['twin']} | "
                f"{r['twin_acc']:.2f} | {r['diff']:+.2f} |")
   out.append("")

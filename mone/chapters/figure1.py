@@ -9,9 +9,10 @@ runs with `landed`, calls these functions, and plots and prints what they return
 """
 from mone.chapters import analysis, claims, experiments, headlines, plan, plots, preregistration, routers
 from mone.configs import figures
+from mone.configs.arms import Arm
 from mone.data import digits
 
-MODEL = "MoNE e_c=0.4"  # Figure 3's MoNE at the paper's e_c
+MODEL = Arm("image", "mone", 0.4)  # Figure 3's MoNE at the paper's e_c
 KEEP = (1.0, 0.5, 0.25, 0.125)  # fraction of tokens the full model processes, left to right
 EXAMPLES = 2000  # test images scored
 CLAIM = ("fig1.top_tokens_on_object", "At every threshold, more of the tokens the router keeps for the full model "
@@ -22,8 +23,7 @@ def landed(ch) -> tuple[dict, list[str]]:
   """Figure 3's MoNE at e_c = 0.4 over a chapter's seeds (ch: `chapter.Chapter`):
   ({seed: (metrics, config)} of the runs whose run file exists, trained here where the chapter
   trains; the labels of the planned runs not trained yet)."""
-  planned = [(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
-             if label.rpartition(", seed ")[0] == MODEL]
+  planned = [r for r in figures.image_runs(ch.profile, ch.seeds, ch.data_dir) if r.arm == MODEL]
   runs, pending = headlines.with_configs(planned, ch.train, ch.recompute)
   return {s: run for (_, s), run in runs.items()}, pending
 

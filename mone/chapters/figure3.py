@@ -8,6 +8,7 @@ arms of each.
 """
 from mone.chapters import calibration, claims, comparisons, headlines
 from mone.configs import figures, profiles
+from mone.configs.arms import Arm
 
 # The model sizes of each profile's figure; the first is the one the claims are decided on.
 VARIANTS = {"smoke": ["tiny/8"], "small": [headlines.VARIANT], "paper": ["S/16", "B/16", "L/16"]}
@@ -23,15 +24,16 @@ def variants(profile: str) -> list[str]:
   return VARIANTS[profiles.check_profile(profile)]
 
 
-def models(profile: str) -> set[str]:
-  """The run labels (without their seed) of Figure 3's models: the dense ViT, MatViT, MoD and
-  MoNE at every e_c of the profile's image grid."""
-  return {"ViT", "MatViT", "MoD", *(f"MoNE e_c={e}" for e in profiles.grid(profile).image_e_c)}
+def models(profile: str) -> set[Arm]:
+  """The arms of Figure 3's models: the dense ViT, MatViT, MoD and MoNE at every e_c of the profile's
+  image grid."""
+  return {Arm("image", "vit"), Arm("image", "matvit"), Arm("image", "mod"),
+          *(Arm("image", "mone", e) for e in profiles.grid(profile).image_e_c)}
 
 
-def iso_label(profile: str) -> str:
-  """The isoFLOPs run's label: as in the paper, on the smallest model at the lowest e_c only."""
-  return f"MoNE e_c={min(profiles.grid(profile).image_e_c)}, isoFLOPs"
+def iso_arm(profile: str) -> Arm:
+  """The isoFLOPs arm: as in the paper, on the smallest model at the lowest e_c only."""
+  return Arm("image", "mone", min(profiles.grid(profile).image_e_c), iso_flops=True)
 
 
 def load(ch) -> tuple[dict, dict, list[str]]:
@@ -43,10 +45,9 @@ def load(ch) -> tuple[dict, dict, list[str]]:
   by_seed, runs, pending = {}, {}, []
   names = variants(ch.profile)
   for v in names:
-    wanted = models(ch.profile) | ({iso_label(ch.profile)} if v == names[0] else set())
+    wanted = models(ch.profile) | ({iso_arm(ch.profile)} if v == names[0] else set())
     sized = {"model": v} if ch.profile == "paper" else {}
-    planned = [(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir, **sized)
-               if label.rpartition(", seed ")[0] in wanted]
+    planned = [r for r in figures.image_runs(ch.profile, ch.seeds, ch.data_dir, **sized) if r.arm in wanted]
     pending += headlines.pending(planned, ch.train)
     runs[v] = headlines.landed(planned, train=ch.train, recompute=ch.recompute)
     for s, c in headlines.curves_by_seed(runs[v]).items():
@@ -90,11 +91,11 @@ def matvit(by_seed: dict, runs: dict, profile: str) -> dict | None:
   """The MatViT diagnostics on the first variant: every point against the dense ViT
   (`comparisons.against_dense`), each model's training compute (`comparisons.training_compute`),
   and per seed the isoFLOPs run minus MatViT interpolated at its FLOPs. None without MatViT."""
-  v, iso = variants(profile)[0], iso_label(profile)
+  v = variants(profile)[0]
   if not any((v, "MatViT") in c for c in by_seed.values()):
     return None
-  figure = models(profile)
-  compute = comparisons.training_compute([r for r in runs[v] if r[0] in figure or r[0].startswith(iso)])
+  figure = {a.label for a in models(profile) | {iso_arm(profile)}}
+  compute = comparisons.training_compute([r for r in runs[v] if r[0] in figure])
   iso_minus = {s: p["accuracy_pct"] - claims.at_flops(c[v, "MatViT"], p["gflops"])
                for s, c in by_seed.items() if (v, "MoNE-isoFLOPs") in c and (v, "MatViT") in c for p in c[v, "MoNE-isoFLOPs"]}
   return {"against_dense": comparisons.against_dense(by_seed, v), "training_compute": compute, "iso_minus_matvit": iso_minus}
@@ -109,7 +110,7 @@ def matvit_lines(m: dict, profile: str) -> list[str]:
   """What the MatViT diagnostics (`matvit`) say, one line each: MatViT's full and narrowest
   widths and MoNE's cheapest point minus the dense ViT, the training FLOPs of MatViT and that MoNE,
   and each seed's isoFLOPs run minus MatViT."""
-  iso = iso_label(profile)
+  iso = iso_arm(profile).label
   matvit_rows = [r for r in m["against_dense"] if r["label"] == "MatViT"]
   cheapest = min((r for r in m["against_dense"] if r["label"] == "MoNE"), key=lambda r: r["gflops"])
   cheapest_label = f"MoNE e_c={cheapest['e_c']}"
@@ -126,7 +127,7 @@ def decide(by_seed: dict, profile: str, pending: list[str]) -> list[dict]:
   """Figure 3's claims on the first variant (`comparisons.figure3`, within `TOLERANCE`): the
   isoFLOPs claim is not testable while its planned run is pending, and absent where the profile
   plans none."""
-  iso = iso_label(profile)
+  iso = f"{iso_arm(profile).label}, seed "
   return comparisons.figure3(by_seed, variants(profile)[0], TOLERANCE, iso_planned=any(label.startswith(iso) for label in pending))
 
 

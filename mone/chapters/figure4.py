@@ -9,8 +9,9 @@ decides the chapter's claims (`chapter_claims`): the paper's SSv2 FLOP accountin
 """
 from mone import flops
 from mone.configs import figures, profiles, schema
+from mone.configs.arms import Arm
 from mone.chapters import calibration, claims, comparisons, experiments, headlines
-from mone.models import config
+from mone.models import config, kinds
 
 TASKS = {"appearance": "Kinetics-400", "temporal": "Something-Something-v2"}  # ours -> the paper's
 PAPER_GFLOPS = {"vivit": 376.3, "mone_0.4": 162.8}  # SSv2, per clip (Fig. 4)
@@ -32,33 +33,25 @@ def ssv2_line() -> str:
           f"MoNE at e_c=0.4 {g['mone_0.4']:.1f} (paper {PAPER_GFLOPS['mone_0.4']}); see mone.flops for the accounting")
 
 
-def labels(profile: str) -> set[str]:
-  """The run labels (without ', seed N') of Figure 4: per task ViViT, MatViViT and MoNE at each
-  e_c of the profile's grid."""
+def arms(profile: str) -> set[Arm]:
+  """The arms of Figure 4: per task ViViT, MatViViT and MoNE at each e_c of the profile's grid."""
   e_c = profiles.grid(profile).video_e_c
-  return {f"{t}: {m}" for t in TASKS for m in ("ViViT", "MatViViT", *(f"MoNE e_c={e}" for e in e_c[t]))}
-
-
-def _model(label: str) -> str:
-  """The model a planned run's label names: 'temporal: MoNE e_c=0.4, seed 0' -> 'MoNE e_c=0.4'."""
-  return label.rpartition(", seed ")[0].partition(": ")[2]
+  return {a for t in TASKS for a in (Arm(t, "vit"), Arm(t, "matvit"), *(Arm(t, "mone", e) for e in e_c[t]))}
 
 
 def planned(profile: str, seeds, data_dir: str = "") -> list:
   """(label, config) of Figure 4's runs of the video plan (`figures.video_runs`) at `seeds`. The
   paper profile fine-tunes MoNE from the MatViViT run of its task and seed with isoFLOPs
   training, as the paper does (Sec. 5); the others train MoNE from scratch."""
-  wanted = labels(profile)
-  out = [(label, cfg) for label, cfg in figures.video_runs(profile, seeds, data_dir) if label.rpartition(", seed ")[0] in wanted]
+  wanted = arms(profile)
+  out = [r for r in figures.video_runs(profile, seeds, data_dir) if r.arm in wanted]
   if profile != "paper":
     return out
-  # Keyed by the label's task, not cfg.video_task: every paper dataset trains the temporal task,
+  # Keyed by the arm's task, not cfg.video_task: every paper dataset trains the temporal task,
   # and keying by it fine-tuned SSv2's MoNE from the Kinetics-400 MatViViT.
-  task = lambda label: label.partition(": ")[0]
-  matvit = {(task(label), cfg.seed): cfg for label, cfg in out if _model(label) == "MatViViT"}
-  init = lambda label, cfg: {"init_from": str(experiments.workdir(matvit[task(label), cfg.seed])), "iso_flops": True}
-  return [(label, schema.apply_overrides(cfg, init(label, cfg)) if _model(label).startswith("MoNE") else cfg)
-          for label, cfg in out]
+  matvit = {(r.arm.task, r[1].seed): r[1] for r in out if isinstance(r.arm.model_kind, kinds.MatViT)}
+  init = lambda r: {"init_from": str(experiments.workdir(matvit[r.arm.task, r[1].seed])), "iso_flops": True}
+  return [(r[0], schema.apply_overrides(r[1], init(r)) if r.arm.model_kind.routed else r[1]) for r in out]
 
 
 def per_seed(by_seed: dict) -> list[dict]:

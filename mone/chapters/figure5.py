@@ -10,6 +10,7 @@ import dataclasses
 
 from mone.chapters import analysis, calibration, claims, headlines, preregistration
 from mone.configs import figures, profiles
+from mone.configs.arms import Arm
 
 DOMAINS = ("images", "video")
 ADAPTIVE = "Train Adaptive"  # the label of the adaptively trained model in every table and figure
@@ -36,12 +37,17 @@ class Domain:
 
 def labels(domain: str, train_e_c) -> dict:
   """{planned run label without its seed: the model's label in Figure 5} of a domain: a model per
-  training capacity, and the adaptive one (trained isoFLOPs)."""
+  training capacity, and the adaptive one (trained isoFLOPs) (`arms`)."""
+  return {arm.label: name for arm, name in arms(domain, train_e_c).items()}
+
+
+def arms(domain: str, train_e_c) -> dict:
+  """{arm: the model's label in Figure 5} of a domain: MoNE at each training capacity, and the
+  adaptive one (trained isoFLOPs), on images or on the temporal task."""
   if domain not in DOMAINS:
     raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
-  prefix = "" if domain == "images" else "temporal: "
-  return ({f"{prefix}MoNE e_c={e}": f"Train e_c={e}" for e in train_e_c}
-          | {f"{prefix}MoNE adaptive, isoFLOPs": ADAPTIVE})
+  task = "image" if domain == "images" else "temporal"
+  return {Arm(task, "mone", e): f"Train e_c={e}" for e in train_e_c} | {Arm(task, "mone", adaptive=True, iso_flops=True): ADAPTIVE}
 
 
 def by_seed(landed, label_of) -> dict:
@@ -74,7 +80,7 @@ def load(profile: str, seeds, data_dir: str, domain: str, train: bool = False, r
   train_e_c = g.adapt_image_e_c if domain == "images" else g.adapt_video_e_c
   names = labels(domain, train_e_c)
   planned_runs = figures.image_runs if domain == "images" else figures.video_runs
-  planned = [(l, cfg) for l, cfg in planned_runs(profile, seeds, data_dir) if l.rpartition(", seed ")[0] in names]
+  planned = [r for r in planned_runs(profile, seeds, data_dir) if r.arm in arms(domain, train_e_c)]
   runs = by_seed(headlines.landed(planned, train=train, recompute=recompute), names.get)
   return Domain(domain, train_e_c, planned[0][1].model.name if planned else None, runs, headlines.pending(planned, train), mean_curves(runs),
                 summaries(runs, train_e_c))

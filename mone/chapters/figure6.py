@@ -9,29 +9,35 @@ makes every decided trained claim inconclusive.
 """
 from mone.chapters import analysis, comparisons, headlines
 from mone.configs import figures, profiles
+from mone.configs.arms import Arm
 
 E_C = 0.3  # the capacity of the router position and count studies
 ROW_COLUMNS = ["study", "value", "seed", "e_c", "gflops", "accuracy_pct"]
 
 
 def labels(profile: str, e_c: float = E_C) -> dict:
-  """{(study, value): run label without its seed} of every point the chapter reads: 'curve' (MoNE
-  over the image e_c grid, router before layer 0), 'router position' (the layer the router sits
-  before), 'number of routers', and 'learned router' / 'random router' (over e_c)."""
-  g, one = profiles.grid(profile), f"MoNE e_c={e_c}"
-  return {**{("curve", e): f"MoNE e_c={e}" for e in g.image_e_c},
-          **{("router position", l): one if l == 0 else f"{one}, router before block {l}" for l in g.router_layers},
-          **{("number of routers", n): one if n == 1 else f"{one}, {n} routers" for n in g.router_counts},
-          **{("learned router", e): f"MoNE e_c={e}" for e in g.random_router_e_c},
-          **{("random router", e): f"MoNE e_c={e}, random router" for e in g.random_router_e_c}}
+  """{(study, value): run label without its seed} of every point the chapter reads (`arms`)."""
+  return {key: arm.label for key, arm in arms(profile, e_c).items()}
+
+
+def arms(profile: str, e_c: float = E_C) -> dict:
+  """{(study, value): arm} of every point the chapter reads: 'curve' (MoNE over the image e_c grid,
+  router before layer 0), 'router position' (the layer the router sits before), 'number of
+  routers', and 'learned router' / 'random router' (over e_c)."""
+  g, one = profiles.grid(profile), Arm("image", "mone", e_c)
+  return {**{("curve", e): Arm("image", "mone", e) for e in g.image_e_c},
+          **{("router position", l): one if l == 0 else Arm("image", "mone", e_c, router_layer=l) for l in g.router_layers},
+          **{("number of routers", n): one if n == 1 else Arm("image", "mone", e_c, num_routers=n) for n in g.router_counts},
+          **{("learned router", e): Arm("image", "mone", e) for e in g.random_router_e_c},
+          **{("random router", e): Arm("image", "mone", e, router="random") for e in g.random_router_e_c}}
 
 
 def load(ch) -> tuple[dict, list[str]]:
   """The planned runs of Figure 6 for a chapter setting `ch` (`chapter.setup`): (point, pending).
   point: {(label, seed): the run's first point (`analysis.points`) with 'learned' (whether it left
   the chance plateau, `analysis.left_plateau`)}; pending: the planned runs not trained yet."""
-  wanted = set(labels(ch.profile).values())
-  planned = [(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir) if label.rpartition(", seed ")[0] in wanted]
+  wanted = set(arms(ch.profile).values())
+  planned = [r for r in figures.image_runs(ch.profile, ch.seeds, ch.data_dir) if r.arm in wanted]
   landed = headlines.landed(planned, train=ch.train, recompute=ch.recompute)
   point = {(base, s): {**analysis.points(m)[0], "learned": analysis.left_plateau(m)} for base, s, m in landed}
   return point, headlines.pending(planned, ch.train)

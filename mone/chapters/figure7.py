@@ -10,10 +10,11 @@ with `image_runs` and `video_runs`, calls these functions, and plots and prints 
 """
 from mone.chapters import analysis, claims, experiments, headlines, plan, routers
 from mone.configs import figures
+from mone.configs.arms import Arm
 
 E_C = 0.3  # a low capacity: the full expert gets floor(0.071 N) tokens, 4 of 64 in the small profile
-ROUTERS = {"learned router": f"MoNE e_c={E_C}", "random router": f"MoNE e_c={E_C}, random router"}  # name: run label
-VIDEO = f"temporal: MoNE e_c={E_C}"  # Figure 4's run on the temporal task
+ROUTERS = {"learned router": Arm("image", "mone", E_C), "random router": Arm("image", "mone", E_C, router="random")}  # name: arm
+VIDEO = Arm("temporal", "mone", E_C)  # Figure 4's arm on the temporal task
 EXAMPLES, CLIPS = 2000, 500  # test images and clips scored
 COLUMNS = ["seed", "router", "precision", "recall", "iou", "selected_fraction", "object_fraction"]  # of the overlap tables
 EXPECTED = "random (expected)"  # the row of `routers.overlap_rows` for a random choice of as many tokens
@@ -31,15 +32,15 @@ def image_runs(ch) -> tuple[dict, list[str]]:
   """The image runs of both routers at `E_C` over a chapter's seeds (ch: `chapter.Chapter`):
   ({(run label, seed): (metrics, config)} of the runs whose run file exists, trained here where
   the chapter trains; the labels of the planned runs not trained yet)."""
-  return headlines.with_configs([(label, cfg) for label, cfg in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
-                                 if label.rpartition(", seed ")[0] in ROUTERS.values()], ch.train, ch.recompute)
+  return headlines.with_configs([r for r in figures.image_runs(ch.profile, ch.seeds, ch.data_dir)
+                                 if r.arm in ROUTERS.values()], ch.train, ch.recompute)
 
 
 def video_runs(ch) -> tuple[dict, list[str]]:
   """The temporal task's MoNE at `E_C` over a chapter's seeds: ({seed: (metrics, config)},
   the labels of the planned runs not trained yet), as `image_runs`."""
-  runs, pending = headlines.with_configs([(label, cfg) for label, cfg in figures.video_runs(ch.profile, ch.seeds, ch.data_dir)
-                                          if label.rpartition(", seed ")[0] == VIDEO], ch.train, ch.recompute)
+  runs, pending = headlines.with_configs([r for r in figures.video_runs(ch.profile, ch.seeds, ch.data_dir)
+                                          if r.arm == VIDEO], ch.train, ch.recompute)
   return {s: run for (_, s), run in runs.items()}, pending
 
 
@@ -54,7 +55,7 @@ def image_full_tokens(runs: dict, images, recompute: bool = False) -> dict:
   """{(router name, seed): bool [n, N]} of `full_tokens` on images, for every run of `image_runs`,
   router by router in `ROUTERS` order and seed by seed."""
   return {(name, s): full_tokens(experiments.router_params(cfg, recompute, read=plan.reading), cfg, images)
-          for name, base in ROUTERS.items() for (b, s), (m, cfg) in runs.items() if b == base}
+          for name, arm in ROUTERS.items() for (b, s), (m, cfg) in runs.items() if b == arm.label}
 
 
 def video_full_tokens(runs: dict, clips, recompute: bool = False) -> dict:
@@ -66,7 +67,7 @@ def describe(runs: dict, full: dict, pending: list[str]) -> str:
   """What the image half reads: each run's accuracy and how many tokens its full model processes."""
   lines = []
   for (name, s), sel in full.items():
-    m = runs[ROUTERS[name], s][0]
+    m = runs[ROUTERS[name].label, s][0]
     lines.append(f"{name}, seed {s}: top-1 {100 * m['accuracy']:.1f}% at e_c={E_C} (trained on {m['device']['kind']}); "
                  f"the full model processes {sel.sum(-1).mean():.0f} of {sel.shape[1]} tokens per image")
   return "\n".join(lines + ([f"not trained yet: {'; '.join(pending)}"] if pending else []))

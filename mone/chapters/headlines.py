@@ -13,23 +13,20 @@ never trained here (`landed`; the chapters read their runs with it too).
 The chapters build their claims with the same functions (`comparisons.figure3`, `figure4`,
 `table1_claims`), so what this prints is what they say.
 """
-import re
-
 from mone import capacity, results
 from mone.chapters import analysis, calibration, claims, comparisons, experiments, plan, stats
 from mone.configs import figures
+from mone.configs.arms import ALLOCATIONS, Arm
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
 TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (as chapters 03-04)
-_SEED = re.compile(r", seed (\d+)$")  # every planned run's label ends so
 
 
 def temporal_discrimination(profile: str, seeds, data_dir: str = "") -> dict | None:
   """How well the temporal task separates widths (`calibration.mean_discrimination`) over the dense
   ViViT and MatViViT runs landed at `seeds`; None where no seed has both. Every chapter whose claims
   are trained on the task qualifies them with it (`calibration.caveats`)."""
-  widths = [(label, cfg) for label, cfg in figures.video_runs(profile, seeds, data_dir)
-            if label.rpartition(", seed ")[0] in ("temporal: ViViT", "temporal: MatViViT")]
+  widths = [r for r in figures.video_runs(profile, seeds, data_dir) if r.arm in (Arm("temporal", "vit"), Arm("temporal", "matvit"))]
   gaps = calibration.seed_discrimination(landed(widths))
   return calibration.mean_discrimination(list(gaps.values())) if gaps else None
 
@@ -41,16 +38,16 @@ def landed(runs=None, train: bool = False, recompute: bool = False) -> list[tupl
   profiles' chapters do; the small profile's are trained by `scripts/train_queue.py`."""
   out = []
   for label, cfg in plan.runs() if runs is None else runs:
-    m, path = _SEED.search(label), experiments.run_path(cfg)
-    if m is None:
-      raise ValueError(f"a planned run's label ends with ', seed N', got {label!r}")
+    path, seed = experiments.run_path(cfg), f", seed {cfg.seed}"
+    if not label.endswith(seed):
+      raise ValueError(f"a planned run's label ends with its config's seed ({seed!r}), got {label!r}")
     if train:
       metrics = experiments.run(cfg, recompute, progress=False)
     elif path.exists():
       metrics = results.read_json(plan.reading(path))  # its CPU twin once the single-device reading holds
     else:
       continue
-    out.append((label[:m.start()], int(m[1]), metrics))
+    out.append((label.removesuffix(seed), cfg.seed, metrics))
   return out
 
 
@@ -71,22 +68,17 @@ def with_configs(planned, train: bool = False, recompute: bool = False) -> tuple
 
 
 def _key(base: str, variant: str) -> tuple[str, str] | None:
-  """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1);
-  an image run's panel is its model `variant`."""
-  task, _, model = base.rpartition(": ")
-  if task == "Table 1":
+  """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1); an image
+  run's panel is its model `variant`, a video run's its task. The arm (`figures.arm`) says which."""
+  arm = figures.arm(base)
+  if arm.allocation != "mone" or arm.adaptive or arm.router_layer is not None or arm.num_routers is not None:
     return None
-  if not task:  # images: Figure 3's curves, and Figure 6c's random router
-    if model in ("ViT", "MatViT", "MoD") or re.fullmatch(r"MoNE e_c=[0-9.]+", model):
-      return variant, model.split(" ")[0]
-    if re.fullmatch(r"MoNE e_c=[0-9.]+, random router", model):
-      return variant, "MoNE, random router"
-    if re.fullmatch(r"MoNE e_c=[0-9.]+, isoFLOPs", model):
-      return variant, "MoNE-isoFLOPs"
-    return None
-  if model == "MoNE adaptive, isoFLOPs":
-    return None
-  return task, model.split(" ")[0]
+  model = arm.model_kind.label
+  if arm.task != "image":
+    return arm.task, model
+  if arm.router == "random":
+    return variant, f"{model}, random router"
+  return variant, f"{model}-isoFLOPs" if arm.iso_flops else model
 
 
 def curves_by_seed(runs: list[tuple[str, int, dict]]) -> dict:
@@ -123,7 +115,8 @@ def router_claims(by_seed: dict, variant: str = VARIANT) -> list[dict]:
 
 
 # Table 1's other allocations and the MoNE capacity each is compared with (as chapter 02)
-TABLE1 = {"Proportionate": 0.3, "Uniform": 0.4, "MoD Greedy e_c=0.4": 0.4, "Greedy e_c=0.4": 0.4}
+TABLE1 = ((Arm("temporal", "mone", allocation="proportionate"), 0.3), (Arm("temporal", "mone", allocation="uniform"), 0.4),
+          (Arm("temporal", "mone", 0.4, allocation="mod_greedy"), 0.4), (Arm("temporal", "mone", 0.4, allocation="greedy"), 0.4))
 # The paper's SSv2 accuracy (%) of each allocation, and of MoNE at e_c 0.3 and 0.4 (Table 1)
 PAPER_SSV2 = {"Proportionate": 64.3, "Uniform": 64.6, "MoD Greedy": 63.9, "Greedy": 64.2, 0.3: 64.2, 0.4: 64.6}
 
@@ -135,23 +128,22 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
   than each greedy one at e_c = 0.4 (the paper: they "exhibit inferior performance"); not
   testable where no seed has both runs yet."""
   mone, stuck, gflops = {}, set(), {}  # stuck: (MoNE capacity, seed) of a run that never left the chance plateau
-  for base, seed, m in runs:
-    if (e := re.fullmatch(r"temporal: MoNE e_c=([0-9.]+)", base)):
-      mone.setdefault(float(e[1]), {})[seed] = analysis.points(m)[0]["accuracy_pct"]
-      gflops[float(e[1])] = analysis.points(m)[0]["gflops"]
-      if analysis.left_plateau(m) is False:
-        stuck.add((float(e[1]), seed))
   other = {}
   for base, seed, m in runs:
-    if base.startswith("Table 1: "):
-      other.setdefault(base.removeprefix("Table 1: "), {})[seed] = (analysis.points(m)[0], analysis.left_plateau(m))
+    arm = figures.arm(base)
+    if arm.allocation != "mone":
+      other.setdefault(arm, {})[seed] = (analysis.points(m)[0], analysis.left_plateau(m))
+    elif arm.task == "temporal" and arm.model_kind.routed and arm.e_c is not None and not arm.adaptive:
+      mone.setdefault(arm.e_c, {})[seed] = analysis.points(m)[0]["accuracy_pct"]
+      gflops[arm.e_c] = analysis.points(m)[0]["gflops"]
+      if analysis.left_plateau(m) is False:
+        stuck.add((arm.e_c, seed))
   out = []
-  for name, mone_e_c in TABLE1.items():
-    short = name.split(" e_c")[0]
-    allocation = short.lower().replace(" ", "_")
-    static = re.search(r"e_c=", name) is None  # a static allocation fixes its own e_c
+  for arm, mone_e_c in TABLE1:
+    allocation, short = arm.allocation, ALLOCATIONS[arm.allocation]
+    static = arm.e_c is None  # a static allocation fixes its own e_c
     e_c = capacity.effective_capacity(capacity.allocation(allocation)) if static else mone_e_c
-    ref, by_seed = mone.get(mone_e_c, {}), other.get(name, {})
+    ref, by_seed = mone.get(mone_e_c, {}), other.get(arm, {})
     if static:
       relation, tol, claim = "no_worse", tolerance, f"is at least as accurate as {short} (e_c = {e_c:.2f}), within {tolerance:g} point"
     else:
@@ -205,6 +197,6 @@ def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   for task, paper in (("temporal", "SSv2"), ("appearance", "Kinetics-400")):
     if paired(task, "ViViT"):
       out += comparisons.figure4(by_seed, task, paper, TOLERANCE, comparisons.VIDEO_MIN_REDUCTION)
-  table1 = any(base.startswith(("Table 1: ", "temporal: MoNE")) for base, _, _ in runs)
+  table1 = any((a := figures.arm(base)).allocation != "mone" or a.task == "temporal" and a.model_kind.routed for base, _, _ in runs)
   return out + router_claims(by_seed) + (table1_claims(runs) if table1 else [])
 

@@ -71,11 +71,10 @@ def twin_runs() -> list[tuple[str, schema.TrainConfig]]:
   """(label, config) of the headline runs of SEEDS whose committed run trained on a GPU: each is
   retrained on the CPU into `twin_path` (`scripts/train_queue.py --twins`)."""
   out = []
-  for label, cfg in runs():
-    path = experiments.run_path(cfg)
-    if cfg.seed in SEEDS and ", seed " in label and label.rpartition(", seed ")[0] in _headline_labels() and path.exists() \
-        and gpu_trained(results.read_json(path)):
-      out.append((label, cfg))
+  for run in runs():
+    path = experiments.run_path(cfg := run[1])
+    if cfg.seed in SEEDS and run.arm in _headline_arms() and path.exists() and gpu_trained(results.read_json(path)):
+      out.append(run)
   return out
 
 
@@ -85,9 +84,9 @@ def study_twin_runs() -> list[tuple[str, schema.TrainConfig]]:
   whose run the chapters read as its CPU twin. Each is retrained on the CPU into `twin_path` too
   (`scripts/train_queue.py --twins`), so that no comparison crosses devices; the chapters read them
   as they land (`reading`), and `single_device` does not wait for them (they decide no planned claim)."""
-  headline = _headline_labels()
-  return [(label, cfg) for label, cfg in runs() if label.rpartition(", seed ")[0] not in headline
-          and (path := experiments.run_path(cfg)).exists() and gpu_trained(results.read_json(path))]
+  headline = _headline_arms()
+  return [run for run in runs() if run.arm not in headline
+          and (path := experiments.run_path(run[1])).exists() and gpu_trained(results.read_json(path))]
 
 
 def twin_path(path) -> Path:
@@ -165,9 +164,9 @@ def ten_seed_runs() -> list[tuple[str, schema.TrainConfig]]:
 
 @_built_once
 def _ten_seed_runs() -> tuple:
-  headline = _headline_labels()
+  headline = _headline_arms()
   return tuple(r for r in figures.image_runs(seeds=SEEDS_TO_TEN) + figures.video_runs(seeds=SEEDS_TO_TEN)
-               if r[1].seed in SEEDS_TO_TEN and r[0].rpartition(", seed ")[0] in headline)
+               if r[1].seed in SEEDS_TO_TEN and r.arm in headline)
 
 
 def ten_seeds_landed() -> bool:
@@ -198,10 +197,9 @@ def trains(profile: str, recompute: bool = False) -> bool:
 
 
 @_built_once
-def _headline_labels() -> frozenset:
-  """The labels (without ', seed N') of every run trained at every seed: the headline runs."""
-  every = [label.rpartition(", seed ")[0] for label, cfg in figures.image_runs() + figures.video_runs() if cfg.seed == SEEDS[-1]]
-  return frozenset(every)
+def _headline_arms() -> frozenset:
+  """The arms trained at every seed: the headline runs."""
+  return frozenset(r.arm for r in figures.image_runs() + figures.video_runs() if r[1].seed == SEEDS[-1])
 
 
 # The video runs that decide the video recipes (is the dense appearance model at a plateau? is the

@@ -12,15 +12,16 @@ import numpy as np
 from mone import capacity
 from mone.chapters import analysis, calibration, claims, headlines
 from mone.configs import figures
+from mone.configs.arms import Arm
 
 E = 4  # nested experts: D/8, D/4, D/2 and D, as in the paper
-# (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's run label)
-TABLE = (("Proportionate", "proportionate", None, 64.3, "Table 1: Proportionate"),
-         ("Uniform", "uniform", None, 64.6, "Table 1: Uniform"),
-         ("MoD Greedy", "mod_greedy", 0.4, 63.9, "Table 1: MoD Greedy e_c=0.4"),
-         ("Greedy", "greedy", 0.4, 64.2, "Table 1: Greedy e_c=0.4"),
-         ("MoNE", "mone", 0.3, 64.2, "temporal: MoNE e_c=0.3"),
-         ("MoNE", "mone", 0.4, 64.6, "temporal: MoNE e_c=0.4"))
+# (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's arm)
+TABLE = (("Proportionate", "proportionate", None, 64.3, Arm("temporal", "mone", allocation="proportionate")),
+         ("Uniform", "uniform", None, 64.6, Arm("temporal", "mone", allocation="uniform")),
+         ("MoD Greedy", "mod_greedy", 0.4, 63.9, Arm("temporal", "mone", 0.4, allocation="mod_greedy")),
+         ("Greedy", "greedy", 0.4, 64.2, Arm("temporal", "mone", 0.4, allocation="greedy")),
+         ("MoNE", "mone", 0.3, 64.2, Arm("temporal", "mone", 0.3)),
+         ("MoNE", "mone", 0.4, 64.6, Arm("temporal", "mone", 0.4)))
 # The paper's static budgets (Sec. 6): (allocation, label, e_c)
 BUDGETS = (("proportionate", "Proportionate", 0.27), ("uniform", "Uniform", 0.47))
 COLUMNS = ["distribution", "budget", "seed", "e_c", "gflops", "accuracy_pct", "stderr_pct", "paper_ssv2_pct", "learned"]
@@ -57,8 +58,8 @@ def alternatives(experts: int = E) -> list[str]:
 
 def planned(profile: str, seeds, data_dir: str = "") -> list:
   """(label, config) of the Table 1 runs of the video plan (`figures.video_runs`) at `seeds`."""
-  labels = {run for *_, run in TABLE}
-  return [(l, cfg) for l, cfg in figures.video_runs(profile, seeds, data_dir) if l.rpartition(", seed ")[0] in labels]
+  wanted = {arm for *_, arm in TABLE}
+  return [r for r in figures.video_runs(profile, seeds, data_dir) if r.arm in wanted]
 
 
 def table(runs: list[tuple[str, int, dict]], seeds) -> list[dict]:
@@ -68,9 +69,9 @@ def table(runs: list[tuple[str, int, dict]], seeds) -> list[dict]:
   training loss left the chance plateau (`analysis.left_plateau`)."""
   got = {(base, s): m for base, s, m in runs}
   out = []
-  for label, name, e_c, paper, run in TABLE:
+  for label, name, e_c, paper, arm in TABLE:
     for s in seeds:
-      if (m := got.get((run, s))) is None:
+      if (m := got.get((arm.label, s))) is None:
         continue
       cfg_e_c = analysis._config_dict(m)["e_c"]
       ev = next(ev for ev in m["evals"] if ev["e_c"] == cfg_e_c)

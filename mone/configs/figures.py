@@ -1,11 +1,14 @@
 """The runs each figure and table reads, as (label, config) lists per profile and seeds: the image
 runs (`image_runs`: Figures 1, 3, 5a, 6, 7a) and the video runs (`video_runs`: Table 1, Figures 4,
-5b, 7b), in the order the small profile trains them (`mone.chapters.plan` reads them). The small
-profile builds them from its recipes on one device; another profile asks for the same runs from its
-own base configs (`builders`, `video_builders`).
+5b, 7b), in the order the small profile trains them (`mone.chapters.plan` reads them). Each run is
+an arm (`mone.configs.arms.Arm`) at a seed, its label made from the arm: every profile asks for the
+same arms, each from its own base configs (`Arm.config`).
 """
+import functools
+
 from mone import capacity
 from mone.configs import profiles, recipes, schema
+from mone.configs.arms import Arm
 
 SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
 # Two more paired seeds of every headline run, fixed on 2026-11-28 before any of them trained, with
@@ -21,6 +24,17 @@ SEEDS_TO_TEN = (5, 6, 7, 8, 9)
 RECIPE = "digits64"
 
 
+class Run(tuple):
+  """A planned run: the (label, config) pair that the plan, the queue and the chapters unpack, with the
+  `arm` it is a seed of beside it. Its label is made from the arm and the config's seed ("MoNE e_c=0.3,
+  random router, seed 2"); a chapter picks its runs by their arms, never by reading the label."""
+
+  def __new__(cls, arm: Arm, config: schema.TrainConfig):
+    run = super().__new__(cls, (f"{arm.label}, seed {config.seed}", config))
+    run.arm = arm
+    return run
+
+
 def image(**overrides) -> schema.TrainConfig:
   """A small-profile image config: the recipe on one device (so that a run computes the same
   on any machine's device count), with overrides."""
@@ -32,46 +46,38 @@ def mone(e_c, **overrides) -> schema.TrainConfig:
   return image(kind="mone", e_c=e_c, eval_e_c=profiles.grid("small").eval_e_c, **overrides)
 
 
-def builders(profile: str, data_dir: str = "", **common):
-  """(image, mone): a profile's config builders with the signatures of `image` and `mone`, so
-  that another profile's chapters ask for the same runs as this plan (smoke: tiny models
-  trained in the notebooks; paper: ImageNet-21k from data_dir). common: overrides of every run
-  (e.g. the paper profile's model)."""
-  if profile == "small":
-    return (lambda **ov: image(**common, **ov)), (lambda e_c, **ov: mone(e_c, **common, **ov))
-  return ((lambda **ov: profiles.image_config(profile, data_dir, **common, **ov)),
-          (lambda e_c, **ov: profiles.mone_config(profile, e_c, data_dir, **common, **ov)))
-
-
-def image_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "", **common) -> list[tuple[str, schema.TrainConfig]]:
-  """(label, config) of every image run, in training order ("ViT, seed 0", ...): the plan's
-  own with the defaults; with another profile, the same runs at `seeds` (`builders`)."""
-  image, mone = builders(profile, data_dir, **common)
-  headline = [  # each over SEEDS: Figure 3 (ViT vs MoNE, MoNE vs MatViT/MoD at equal FLOPs), Figure 6c
-      ("ViT", lambda s: image(kind="vit", seed=s)),
-      ("MoNE e_c=0.4", lambda s: mone(0.4, seed=s)),
-      ("MatViT", lambda s: image(kind="matvit", seed=s)),
-      ("MoD", lambda s: image(kind="mod", seed=s)),
-      ("MoNE e_c=0.3", lambda s: mone(0.3, seed=s)),
-      ("MoNE e_c=0.2", lambda s: mone(0.2, seed=s)),
+def image_arms(profile: str = "small", **common) -> tuple[list[Arm], list[Arm]]:
+  """(headline, studies): the image arms in training order. The headline arms train at every seed:
+  Figure 3 (ViT vs MoNE, MoNE vs MatViT/MoD at equal FLOPs) and Figure 6c. The studies train at seed 0
+  only: Figures 3 (isoFLOPs), 5, 6a/6b/6c. common: as `image_runs` (a model with fewer blocks has fewer
+  router placements and counts)."""
+  headline = [
+      Arm("image", "vit"), Arm("image", "mone", 0.4), Arm("image", "matvit"), Arm("image", "mod"),
+      Arm("image", "mone", 0.3), Arm("image", "mone", 0.2),
       # Figure 6c's claim is at the lowest e_c, where the paper's random router degrades most
-      ("MoNE e_c=0.2, random router", lambda s: mone(0.2, seed=s, **{"model.router": "random"})),
+      Arm("image", "mone", 0.2, router="random"),
       # last: Figure 3's curve at every seed (mean and spread at each of its points)
-      ("MoNE e_c=0.6", lambda s: mone(0.6, seed=s)),
+      Arm("image", "mone", 0.6),
       # Figure 7's learned-vs-random-router claim is at e_c 0.3 (at 0.2 Eq. 3 gives the full model
       # no token of 64), so its random router needs every seed too; also Figure 6c's curve
-      ("MoNE e_c=0.3, random router", lambda s: mone(0.3, seed=s, **{"model.router": "random"})),
+      Arm("image", "mone", 0.3, router="random"),
   ]
-  runs = [(f"{label}, seed {s}", make(s)) for s in seeds for label, make in headline]
-  depth = image().model.depth  # a smaller model (smoke) has fewer router positions and counts
-  runs += [  # seed 0 only: Figures 3 (isoFLOPs), 5, 6a/6b/6c
-      *[(f"MoNE e_c=0.3, router before block {l}, seed 0", mone(0.3, **{"model.router_layer": l})) for l in (1, 2) if l < depth],
-      *[(f"MoNE e_c=0.3, {n} routers, seed 0", mone(0.3, **{"model.num_routers": n})) for n in (2, 4) if n <= depth],
-      ("MoNE e_c=0.4, random router, seed 0", mone(0.4, **{"model.router": "random"})),
-      ("MoNE adaptive, isoFLOPs, seed 0", mone(None, adaptive=True, iso_flops=True)),
-      ("MoNE e_c=0.2, isoFLOPs, seed 0", mone(0.2, iso_flops=True)),
-  ]
-  return runs
+  depth = Arm("image", "vit").config(profile, **common).model.depth
+  studies = [*[Arm("image", "mone", 0.3, router_layer=l) for l in (1, 2) if l < depth],
+             *[Arm("image", "mone", 0.3, num_routers=n) for n in (2, 4) if n <= depth],
+             Arm("image", "mone", 0.4, router="random"),
+             Arm("image", "mone", adaptive=True, iso_flops=True),
+             Arm("image", "mone", 0.2, iso_flops=True)]
+  return headline, studies
+
+
+def image_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "", **common) -> list[Run]:
+  """(label, config) of every image run, in training order ("ViT, seed 0", ...): the headline arms
+  at each of `seeds`, then the studies at seed 0 (`image_arms`). common: overrides of every run (e.g.
+  the paper profile's model)."""
+  headline, studies = image_arms(profile, **common)
+  runs = [Run(a, a.config(profile, s, data_dir, **common)) for s in seeds for a in headline]
+  return runs + [Run(a, a.config(profile, None, data_dir, **common)) for a in studies]
 
 
 def video(task: str, **overrides) -> schema.TrainConfig:
@@ -94,39 +100,38 @@ def allocation(name: str, e_c, **overrides) -> schema.TrainConfig:
   return video("temporal", kind="mone", e_c=e_c, allocation=name, **overrides)
 
 
-def video_builders(profile: str, data_dir: str = ""):
-  """(video, video_mone, allocation): a profile's video config builders with the signatures of
-  this module's, so that another profile's chapters ask for the same runs (`builders`)."""
-  if profile == "small":
-    return video, video_mone, allocation
-  return ((lambda task, **ov: profiles.video_config(profile, task, data_dir, **ov)),
-          (lambda task, e_c, **ov: profiles.mone_config(profile, e_c, data_dir, task=task, **ov)),
-          (lambda name, e_c, **ov: profiles.table1_config(profile, name, e_c, data_dir, **ov)))
+def video_arms() -> tuple[list[Arm], list[Arm], Arm]:
+  """(short, long, adaptive): the video arms of `video_runs`, the short ones trained first."""
+  short = [Arm("temporal", "vit"), Arm("temporal", "mone", 0.4), Arm("temporal", "mone", 0.3),
+           Arm("temporal", "mone", allocation="proportionate"), Arm("temporal", "mone", allocation="uniform"),
+           Arm("temporal", "mone", 0.4, allocation="mod_greedy"), Arm("temporal", "mone", 0.4, allocation="greedy")]
+  long = [Arm("temporal", "matvit"), Arm("appearance", "vit"), Arm("appearance", "mone", 0.4), Arm("appearance", "matvit")]
+  return short, long, Arm("temporal", "mone", adaptive=True, iso_flops=True)
 
 
-def video_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "") -> list[tuple[str, schema.TrainConfig]]:
+def video_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "") -> list[Run]:
   """(label, config) of every video run, in training order: per seed the temporal task's ViViT
   and MoNE (Figures 4, 5b and 7b) and Table 1's other allocations, then per seed the long runs
   (MatViViT, the appearance task), then the adaptive model. The short runs go first because
   they decide the temporal and Table 1 claims for all seeds in about 40 minutes each on one
   core, while a MatViViT or appearance run takes 2-4 hours. The plan's own with the defaults;
   with another profile, the same runs at `seeds`."""
-  video, video_mone, allocation = video_builders(profile, data_dir)
-  short = [
-      ("temporal: ViViT", lambda s: video("temporal", kind="vit", seed=s)),
-      ("temporal: MoNE e_c=0.4", lambda s: video_mone("temporal", 0.4, seed=s)),
-      ("temporal: MoNE e_c=0.3", lambda s: video_mone("temporal", 0.3, seed=s)),
-      ("Table 1: Proportionate", lambda s: allocation("proportionate", None, seed=s)),
-      ("Table 1: Uniform", lambda s: allocation("uniform", None, seed=s)),
-      ("Table 1: MoD Greedy e_c=0.4", lambda s: allocation("mod_greedy", 0.4, seed=s)),
-      ("Table 1: Greedy e_c=0.4", lambda s: allocation("greedy", 0.4, seed=s)),
-  ]
-  long = [
-      ("temporal: MatViViT", lambda s: video("temporal", kind="matvit", seed=s)),
-      ("appearance: ViViT", lambda s: video("appearance", kind="vit", seed=s)),
-      ("appearance: MoNE e_c=0.4", lambda s: video_mone("appearance", 0.4, seed=s)),
-      ("appearance: MatViViT", lambda s: video("appearance", kind="matvit", seed=s)),
-  ]
-  runs = [(f"{label}, seed {s}", make(s)) for group in (short, long) for s in seeds for label, make in group]
-  runs.append(("temporal: MoNE adaptive, isoFLOPs, seed 0", video_mone("temporal", None, adaptive=True, iso_flops=True)))
-  return runs
+  short, long, adaptive = video_arms()
+  runs = [Run(a, a.config(profile, s, data_dir)) for group in (short, long) for s in seeds for a in group]
+  return runs + [Run(adaptive, adaptive.config(profile, None, data_dir))]
+
+
+def arm(label: str) -> Arm:
+  """The declared arm whose label is `label` (without its seed): what a chapter asks of a run it
+  reads by its label. A label no arm has is a KeyError naming it."""
+  every = _arms_by_label()
+  if label not in every:
+    raise KeyError(f"no declared arm is labelled {label!r}")
+  return every[label]
+
+
+@functools.cache
+def _arms_by_label() -> dict[str, Arm]:
+  headline, studies = image_arms()
+  short, long, adaptive = video_arms()
+  return {a.label: a for a in headline + studies + short + long + [adaptive]}

@@ -257,18 +257,21 @@ def names(video: bool) -> tuple[str, ...]:
   return tuple(name for name, v in KINDS if v == video)
 
 
-def lookup(kind, model) -> Kind:
-  """The kind named `kind` (a name, or a Kind of either modality) for the model config `model`:
-  its image form for a ViTConfig, its video form for a ViViTConfig. Raises a ValueError naming
-  the kinds there are."""
-  video = isinstance(model, ViViTConfig)
-  name = kind.name if isinstance(kind, Kind) else kind
+def named(name: str, video: bool) -> Kind:
+  """The kind named `name` for images or (video=True) videos. Raises a ValueError naming the kinds
+  there are."""
   found = KINDS.get((name, video))
   if found is None:
     only = f" ({KINDS[name, False].label} is image-only, as in the paper)" if video and (name, False) in KINDS else ""
     raise ValueError(f"kind must be one of {names(video)} for {'videos (a ViViTConfig)' if video else 'images'}, "
                      f"got {name!r}{only}")
   return found
+
+
+def lookup(kind, model) -> Kind:
+  """The kind named `kind` (a name, or a Kind of either modality) for the model config `model`:
+  its image form for a ViTConfig, its video form for a ViViTConfig (`named`)."""
+  return named(kind.name if isinstance(kind, Kind) else kind, isinstance(model, ViViTConfig))
 
 
 def of_run(metrics: dict) -> Kind:

@@ -45,9 +45,9 @@ def test_a_timed_arm_gives_a_row_whose_numbers_agree(monkeypatch):
   """A smoke-profile ViT and MoNE through the benchmark's code: the rates follow from the step time
   and the FLOPs, the run estimate from its parts, and the summary from the rows."""
   monkeypatch.setattr(training, "RENDER_EXAMPLES", 64)
-  arms = [training.Arm("smoke:vit", lambda: profiles.image_config("smoke", kind="vit")),
-          training.Arm("smoke:mone", lambda: profiles.mone_config("smoke", 0.4))]
-  timed = [training.Timed(a, num_batches=2, arm_index=i) for i, a in enumerate(arms)]
+  arms = [training.Arm("image", "vit"), training.Arm("image", "mone", 0.4)]
+  timed = [training.Timed(a, num_batches=2, arm_index=i, profile="smoke") for i, a in enumerate(arms)]
+  assert [t.cfg for t in timed] == [profiles.image_config("smoke", kind="vit"), profiles.mone_config("smoke", 0.4)]
   for t in timed:
     t.run(3)
     assert len(t.times) == 3 and t.compile_s > 0 and t.data_s > 0

@@ -1,5 +1,7 @@
 """Figure 3's chapter module: its runs, the MatViT diagnostics and the claims it decides, on small
 synthetic curves (no training, no notebook)."""
+import types
+
 import pytest
 
 from mone.chapters import analysis, chapter, figure3
@@ -23,9 +25,9 @@ def _by_seed(seeds=(0, 1, 2), mone04=(-0.2, -0.1, -0.3), learned=True):
 
 def test_the_profiles_models_and_iso_flops_run():
   assert figure3.variants("small") == [V] and figure3.variants("paper") == ["S/16", "B/16", "L/16"]
-  assert figure3.models("small") == {"ViT", "MatViT", "MoD", "MoNE e_c=0.2", "MoNE e_c=0.3", "MoNE e_c=0.4", "MoNE e_c=0.6"}
-  assert figure3.iso_label("small") == "MoNE e_c=0.2, isoFLOPs"
-  assert figure3.iso_label("smoke") == "MoNE e_c=0.3, isoFLOPs"  # the lowest e_c of the profile's grid
+  assert {a.label for a in figure3.models("small")} == {"ViT", "MatViT", "MoD", "MoNE e_c=0.2", "MoNE e_c=0.3", "MoNE e_c=0.4", "MoNE e_c=0.6"}
+  assert figure3.iso_arm("small").label == "MoNE e_c=0.2, isoFLOPs"
+  assert figure3.iso_arm("smoke").label == "MoNE e_c=0.3, isoFLOPs"  # the lowest e_c of the profile's grid
   with pytest.raises(ValueError, match="profile must be one of"):
     figure3.variants("huge")
 
@@ -123,7 +125,8 @@ def test_the_dense_runs_are_the_vits_with_a_validation_curve():
 def test_load_reads_each_variants_models_and_the_iso_flops_run_of_the_first_only(monkeypatch):
   labels = ["ViT", "MatViT", "MoD", "MoNE e_c=0.2", "MoNE e_c=0.2, isoFLOPs", "MoNE e_c=0.2, random router", "MoNE adaptive, isoFLOPs"]
   monkeypatch.setattr(figure3.figures, "image_runs",
-                      lambda profile, seeds, data_dir, **kw: [(f"{l}, seed {s}", (kw["model"], l)) for s in seeds for l in labels])
+                      lambda profile, seeds, data_dir, **kw: [figure3.figures.Run(figure3.figures.arm(l), types.SimpleNamespace(seed=s, model=kw["model"]))
+                                                              for s in seeds for l in labels])
   read = []
   monkeypatch.setattr(figure3.headlines, "landed", lambda planned, train, recompute: read.append(planned) or [])
   monkeypatch.setattr(figure3.headlines, "pending", lambda planned, train: [label for label, _ in planned][:1])
@@ -134,7 +137,7 @@ def test_load_reads_each_variants_models_and_the_iso_flops_run_of_the_first_only
   first, second, _ = read
   assert [label for label, _ in first] == [f"{l}, seed {s}" for s in (0, 1) for l in labels[:5]]
   assert [label for label, _ in second] == [f"{l}, seed {s}" for s in (0, 1) for l in labels[:4]]
-  assert {cfg[0] for _, cfg in second} == {"B/16"}
+  assert {cfg.model for _, cfg in second} == {"B/16"}
 
 
 def test_figure3_sums_up_where_each_models_runs_stand():

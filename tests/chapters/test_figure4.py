@@ -75,8 +75,9 @@ def test_tables_and_titles_from_the_curves():
 
 def test_planned_runs_are_figure4s_and_the_paper_profile_fine_tunes_mone_from_matvivit():
   small = figure4.planned("small", (0, 1))
-  assert {label.rpartition(", seed ")[0] for label, _ in small} == figure4.labels("small")
-  assert "temporal: MoNE e_c=0.3" in figure4.labels("small") and "appearance: MoNE e_c=0.3" not in figure4.labels("small")
+  assert {r.arm for r in small} == figure4.arms("small") and all(r[0].startswith(r.arm.label) for r in small)
+  named = {a.label for a in figure4.arms("small")}
+  assert "temporal: MoNE e_c=0.3" in named and "appearance: MoNE e_c=0.3" not in named
   assert all(not cfg.iso_flops and not cfg.init_from for _, cfg in small)
   paper = dict(figure4.planned("paper", (0,), "/data"))
   assert paper["temporal: MoNE e_c=0.4, seed 0"].iso_flops and paper["temporal: MoNE e_c=0.4, seed 0"].init_from

@@ -1,5 +1,7 @@
 """Figure 6's chapter module: its studies and the claims it decides, on small synthetic run points
 (no training, no notebook)."""
+import types
+
 import pytest
 
 from mone.chapters import chapter, figure6
@@ -101,7 +103,8 @@ def test_the_claims_are_not_testable_without_runs():
 
 def test_load_reads_the_studies_runs_only(monkeypatch):
   labels = ["MoNE e_c=0.3", "MoNE e_c=0.3, 2 routers", "MoD", "MoNE e_c=0.2, isoFLOPs", "MoNE e_c=0.2, random router"]
-  monkeypatch.setattr(figure6.figures, "image_runs", lambda profile, seeds, data_dir: [(f"{l}, seed {s}", l) for s in seeds for l in labels])
+  run = lambda l, s: figure6.figures.Run(figure6.figures.arm(l), types.SimpleNamespace(seed=s))
+  monkeypatch.setattr(figure6.figures, "image_runs", lambda profile, seeds, data_dir: [run(l, s) for s in seeds for l in labels])
   read = []
   monkeypatch.setattr(figure6.headlines, "landed", lambda planned, train, recompute: read.append(planned) or [])
   monkeypatch.setattr(figure6.headlines, "pending", lambda planned, train: [label for label, _ in planned])

@@ -91,8 +91,8 @@ def test_video_overlap_rows_pool_the_temporal_indices_against_the_moving_digits(
 def test_describe_says_what_each_run_routes_to_the_full_model():
   sel = np.zeros((3, 64), bool)
   sel[:, :4] = True
-  runs = {(figure7.ROUTERS["learned router"], 0): (_metrics(accuracy=0.837), None),
-          (figure7.ROUTERS["random router"], 0): (_metrics(accuracy=0.787), None)}
+  runs = {(figure7.ROUTERS["learned router"].label, 0): (_metrics(accuracy=0.837), None),
+          (figure7.ROUTERS["random router"].label, 0): (_metrics(accuracy=0.787), None)}
   text = figure7.describe(runs, {("learned router", 0): sel, ("random router", 0): sel}, ["MoNE e_c=0.3, seed 1"])
   assert text.splitlines() == [
       "learned router, seed 0: top-1 83.7% at e_c=0.3 (trained on cpu); the full model processes 4 of 64 tokens per image",
