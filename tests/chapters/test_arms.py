@@ -1,0 +1,58 @@
+"""Arms are typed values: labels and names are made from their fields, and every planned run carries its arm."""
+import pytest
+
+from mone.configs import figures, profiles
+from mone.configs.arms import Arm, arms
+
+
+@pytest.mark.parametrize("arm, label, name", [
+    (Arm("image", "vit"), "ViT", "image:vit"),
+    (Arm("temporal", "matvit"), "temporal: MatViViT", "temporal:matvit"),
+    (Arm("image", "mone", 0.2, router="random"), "MoNE e_c=0.2, random router", "image:mone:0.2:random"),
+    (Arm("image", "mone", 0.3, router_layer=2), "MoNE e_c=0.3, router before block 2", "image:mone:0.3:router_layer2"),
+    (Arm("image", "mone", 0.3, num_routers=4), "MoNE e_c=0.3, 4 routers", "image:mone:0.3:routers4"),
+    (Arm("image", "mone", 0.2, iso_flops=True), "MoNE e_c=0.2, isoFLOPs", "image:mone:0.2:iso_flops"),
+    (Arm("temporal", "mone", adaptive=True, iso_flops=True), "temporal: MoNE adaptive, isoFLOPs", "temporal:mone:adaptive:iso_flops"),
+    (Arm("temporal", "mone", allocation="uniform"), "Table 1: Uniform", "table1:uniform"),
+    (Arm("temporal", "mone", 0.4, allocation="mod_greedy"), "Table 1: MoD Greedy e_c=0.4", "table1:mod_greedy:0.4"),
+])
+def test_an_arms_label_and_name_are_made_from_its_fields(arm, label, name):
+  assert (arm.label, arm.name) == (label, name)
+  assert figures.arm(label) == arm  # every one of these is declared by a chapter
+
+
+@pytest.mark.parametrize("profile", ["small", "smoke"])
+def test_every_planned_run_is_its_arm_at_its_configs_seed(profile):
+  runs = figures.image_runs(profile, (0, 1)) + figures.video_runs(profile, (0, 1))
+  for run in runs:
+    label, cfg = run
+    assert label == f"{run.arm.label}, seed {cfg.seed}" and cfg == run.arm.config(profile, cfg.seed)
+    assert figures.arm(run.arm.label) == run.arm
+  assert len({r[0] for r in runs}) == len(runs)
+
+
+def test_the_benchmarks_arms_have_one_name_each_and_are_planned():
+  names = [a.name for a in arms()]
+  assert len(set(names)) == len(names)
+  planned = {r.arm for r in figures.image_runs() + figures.video_runs()}
+  assert set(arms()) <= planned
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Arm("audio", "vit"), "task must be one of ('image', 'temporal', 'appearance'), got 'audio'"),
+    (lambda: Arm("temporal", "mod"), "kind must be one of ('vit', 'matvit', 'mone') for videos (a ViViTConfig), got 'mod' "
+                                     "(MoD is image-only, as in the paper)"),
+    (lambda: Arm("image", "moe"), "kind must be one of ('vit', 'matvit', 'mod', 'mone') for images, got 'moe'"),
+    (lambda: Arm("temporal", "mone", allocation="random"), "allocation must be 'mone' or one of"),
+    (lambda: figures.arm("MoNE e_c=0.5"), "no declared arm is labelled 'MoNE e_c=0.5'"),
+])
+def test_a_bad_arm_is_refused_in_one_line_naming_what_is_allowed(make, message):
+  with pytest.raises((ValueError, KeyError), match=message.replace("(", r"\(").replace(")", r"\)")):
+    make()
+
+
+def test_an_arm_config_is_the_profiles_config_with_the_arms_overrides():
+  arm = Arm("image", "mone", 0.3, router="random", overrides=("steps=10",))
+  cfg = arm.config("small", seed=4)
+  assert cfg == profiles.mone_config("small", 0.3, seed=4, steps=10, **{"model.router": "random"})
+  assert Arm("temporal", "mone", allocation="proportionate").config("small").allocation == "proportionate"
