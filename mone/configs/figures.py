@@ -6,8 +6,7 @@ same arms, each from its own base configs (`Arm.config`).
 """
 import functools
 
-from mone import capacity
-from mone.configs import profiles, recipes, schema
+from mone.configs import schema
 from mone.configs.arms import Arm
 
 SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
@@ -21,7 +20,6 @@ EXTRA_SEEDS = (3, 4)
 # `mone.chapters.preregistration`). From 5 to 10 paired seeds a 95% t-interval's half-width shrinks
 # by (t(0.975, 9) / sqrt(10)) / (t(0.975, 4) / sqrt(5)) = 0.58.
 SEEDS_TO_TEN = (5, 6, 7, 8, 9)
-RECIPE = "digits64"
 
 
 class Run(tuple):
@@ -33,17 +31,6 @@ class Run(tuple):
     run = super().__new__(cls, (f"{arm.label}, seed {config.seed}", config))
     run.arm = arm
     return run
-
-
-def image(**overrides) -> schema.TrainConfig:
-  """A small-profile image config: the recipe on one device (so that a run computes the same
-  on any machine's device count), with overrides."""
-  return schema.apply_overrides(recipes.CONFIGS[RECIPE](), {"num_devices": 1, **overrides})
-
-
-def mone(e_c, **overrides) -> schema.TrainConfig:
-  """A MoNE run at training capacity e_c, evaluated at every capacity of Figure 5's grid."""
-  return image(kind="mone", e_c=e_c, eval_e_c=profiles.grid("small").eval_e_c, **overrides)
 
 
 def image_arms(profile: str = "small", **common) -> tuple[list[Arm], list[Arm]]:
@@ -78,26 +65,6 @@ def image_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "", **common
   headline, studies = image_arms(profile, **common)
   runs = [Run(a, a.config(profile, s, data_dir, **common)) for s in seeds for a in headline]
   return runs + [Run(a, a.config(profile, None, data_dir, **common)) for a in studies]
-
-
-def video(task: str, **overrides) -> schema.TrainConfig:
-  """A small-profile video config: `recipes.moving_<task>` on one device, with overrides."""
-  if task not in profiles.TASKS:
-    raise ValueError(f"task must be one of {profiles.TASKS}, got {task!r}")
-  return schema.apply_overrides(recipes.CONFIGS[f"moving_{task}"](), {"num_devices": 1, **overrides})
-
-
-def video_mone(task: str, e_c, **overrides) -> schema.TrainConfig:
-  """A video MoNE run at training capacity e_c, evaluated at every capacity of Figure 5's grid."""
-  return video(task, kind="mone", e_c=e_c, eval_e_c=profiles.grid("small").eval_e_c, **overrides)
-
-
-def allocation(name: str, e_c, **overrides) -> schema.TrainConfig:
-  """A Table 1 run on the temporal task with another allocation than MoNE's (Eq. 3) at e_c; a
-  static allocation (e_c None) fixes its own e_c, rounded to 4 decimals (`profiles.table1_config`)."""
-  if e_c is None:
-    e_c = round(capacity.effective_capacity(capacity.allocation(name)), 4)
-  return video("temporal", kind="mone", e_c=e_c, allocation=name, **overrides)
 
 
 def video_arms() -> tuple[list[Arm], list[Arm], Arm]:

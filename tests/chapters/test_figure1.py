@@ -9,7 +9,7 @@ import pytest
 
 from mone import results
 from mone.chapters import chapter, experiments, figure1, routers
-from mone.configs import figures
+from mone.configs import profiles
 
 
 def _metrics(learned=True, accuracy=0.85):
@@ -92,7 +92,7 @@ def test_expert_share_names_the_experts_by_width_and_summarises_each_seed():
 
 
 def test_describe_and_metrics_say_what_the_chapter_read():
-  cfg = figures.mone(0.4)
+  cfg = profiles.mone_config("small", 0.4)
   runs = {0: (_metrics(accuracy=0.851), cfg), 1: (_metrics(accuracy=0.877), cfg)}
   text = figure1.describe(runs, 2000, 64, ["MoNE e_c=0.4, seed 2"])
   assert text.splitlines() == [f"seed 0: MoNE {cfg.model.name} trained at e_c=0.4, top-1 85.1% (trained on cpu)",
@@ -110,9 +110,9 @@ def test_landed_reads_the_mone_runs_at_e_c_04_that_exist(tmp_path, monkeypatch):
   with pytest.raises(ValueError, match="no run of Figure 3's MoNE"):
     figure1.examples({})
   for s in (0, 2):
-    cfg = figures.mone(0.4, seed=s)
+    cfg = profiles.mone_config("small", 0.4, seed=s)
     results.atomic_write_json(experiments.run_path(cfg), {"kind": "mone", "config": dataclasses.asdict(cfg), "accuracy": 0.8 + s / 100})
-  results.atomic_write_json(experiments.run_path(figures.mone(0.3, seed=1)), {"kind": "mone", "accuracy": 0.5})  # not Figure 1's
+  results.atomic_write_json(experiments.run_path(profiles.mone_config("small", 0.3, seed=1)), {"kind": "mone", "accuracy": 0.5})  # not Figure 1's
   runs, pending = figure1.landed(ch)
   assert sorted(runs) == [0, 2] and pending == ["MoNE e_c=0.4, seed 1"]
-  assert runs[2][0]["accuracy"] == 0.82 and runs[2][1] == figures.mone(0.4, seed=2)
+  assert runs[2][0]["accuracy"] == 0.82 and runs[2][1] == profiles.mone_config("small", 0.4, seed=2)

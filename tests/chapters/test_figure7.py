@@ -8,7 +8,7 @@ import numpy as np
 
 from mone import results
 from mone.chapters import chapter, experiments, figure7
-from mone.configs import figures
+from mone.configs import profiles
 
 
 def _metrics(learned=True, accuracy=0.85):
@@ -106,15 +106,15 @@ def test_image_and_video_runs_read_the_runs_that_exist(tmp_path, monkeypatch):
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   ch = chapter.Chapter("07_figure7_routed_tokens", "small", 0, False, "", (0, 1, 2), False)
   land = lambda cfg: results.atomic_write_json(experiments.run_path(cfg), {"kind": cfg.kind, "config": dataclasses.asdict(cfg)})
-  land(figures.mone(0.3, seed=0))
-  land(figures.mone(0.3, seed=0, **{"model.router": "random"}))
-  land(figures.mone(0.3, seed=2))
-  land(figures.mone(0.4, seed=1))  # not Figure 7's
-  land(figures.video_mone("temporal", 0.3, seed=1))
+  land(profiles.mone_config("small", 0.3, seed=0))
+  land(profiles.mone_config("small", 0.3, seed=0, **{"model.router": "random"}))
+  land(profiles.mone_config("small", 0.3, seed=2))
+  land(profiles.mone_config("small", 0.4, seed=1))  # not Figure 7's
+  land(profiles.mone_config("small", 0.3, task="temporal", seed=1))
   runs, pending = figure7.image_runs(ch)
   assert sorted(runs) == [("MoNE e_c=0.3", 0), ("MoNE e_c=0.3", 2), ("MoNE e_c=0.3, random router", 0)]
   assert sorted(pending) == ["MoNE e_c=0.3, random router, seed 1", "MoNE e_c=0.3, random router, seed 2", "MoNE e_c=0.3, seed 1"]
   assert runs["MoNE e_c=0.3, random router", 0][1].model.router == "random"
   vruns, vpending = figure7.video_runs(ch)
-  assert list(vruns) == [1] and vruns[1][1] == figures.video_mone("temporal", 0.3, seed=1)
+  assert list(vruns) == [1] and vruns[1][1] == profiles.mone_config("small", 0.3, task="temporal", seed=1)
   assert vpending == ["temporal: MoNE e_c=0.3, seed 0", "temporal: MoNE e_c=0.3, seed 2"]

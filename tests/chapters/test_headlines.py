@@ -5,7 +5,7 @@ import math
 
 from mone import results
 from mone.chapters import cli, experiments, headlines, plan
-from mone.configs import figures
+from mone.configs import figures, profiles
 
 
 def _land(cfg, accuracy, *, gflops=1.0, widths=None, learned=True):
@@ -23,13 +23,13 @@ def _land(cfg, accuracy, *, gflops=1.0, widths=None, learned=True):
 def test_image_claims_pair_the_landed_seeds_and_skip_the_missing_runs(tmp_path, monkeypatch):
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   assert headlines.landed() == [] and headlines.headline_claims([]) == []
-  assert figures.image().model.name == headlines.VARIANT
+  assert profiles.image_config("small").model.name == headlines.VARIANT
   for s, (vit, mone) in enumerate([(0.880, 0.878), (0.870, 0.871), (0.875, 0.873)]):
-    _land(figures.image(kind="vit", seed=s), vit, gflops=2.0)
-    _land(figures.mone(0.4, seed=s), mone, gflops=0.9)
-    _land(figures.mone(0.2, seed=s), mone - 0.01, gflops=0.5)
-    _land(figures.mone(0.2, seed=s, **{"model.router": "random"}), mone - 0.10 - 0.01 * s, gflops=0.5)
-  _land(figures.image(kind="matvit"), None, gflops=2.0, widths=[0.5, 0.8, 0.85, 0.88])  # seed 0 only
+    _land(profiles.image_config("small", kind="vit", seed=s), vit, gflops=2.0)
+    _land(profiles.mone_config("small", 0.4, seed=s), mone, gflops=0.9)
+    _land(profiles.mone_config("small", 0.2, seed=s), mone - 0.01, gflops=0.5)
+    _land(profiles.mone_config("small", 0.2, seed=s, **{"model.router": "random"}), mone - 0.10 - 0.01 * s, gflops=0.5)
+  _land(profiles.image_config("small", kind="matvit"), None, gflops=2.0, widths=[0.5, 0.8, 0.85, 0.88])  # seed 0 only
   runs = headlines.landed()
   planned = figures.image_runs()
   missing = headlines.pending(planned)  # MatViT at seeds 1-2 among them; a chapter that trains has none
@@ -52,13 +52,13 @@ def test_image_claims_pair_the_landed_seeds_and_skip_the_missing_runs(tmp_path, 
 def test_table1_compares_mone_with_each_allocation_over_paired_seeds_and_flags_a_stuck_run(tmp_path, monkeypatch):
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   for s in plan.SEEDS:
-    _land(figures.video_mone("temporal", 0.4, seed=s), 0.90)
-    _land(figures.video("temporal", kind="vit", seed=s), 0.91, gflops=2.0)
+    _land(profiles.mone_config("small", 0.4, task="temporal", seed=s), 0.90)
+    _land(profiles.video_config("small", "temporal", kind="vit", seed=s), 0.91, gflops=2.0)
   for s in (0, 1):
-    _land(figures.allocation("uniform", None, seed=s), 0.95)
-  _land(figures.allocation("greedy", 0.4, seed=0), 0.10, learned=False)
+    _land(profiles.table1_config("small", "uniform", None, seed=s), 0.95)
+  _land(profiles.table1_config("small", "greedy", 0.4, seed=0), 0.10, learned=False)
   for s, acc in zip(plan.SEEDS, (0.885, 0.880, 0.889)):
-    _land(figures.allocation("mod_greedy", 0.4, seed=s), acc)
+    _land(profiles.table1_config("small", "mod_greedy", 0.4, seed=s), acc)
   got = {c["id"]: c for c in headlines.headline_claims(headlines.landed())}
   assert got["table1.mone04_vs_uniform"]["seeds"] == [0, 1] and got["table1.mone04_vs_uniform"]["verdict"] == "inconclusive"
   assert math.isclose(got["table1.mone04_vs_uniform"]["measured"], -5.0)
@@ -88,8 +88,8 @@ def test_the_summary_command_reads_only_the_seeds_the_chapters_read(tmp_path, mo
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   plan._single_device.cache_clear()
   for s, (vit, mone) in enumerate([(0.880, 0.878), (0.870, 0.871), (0.875, 0.873), (0.5, 0.9)]):
-    _land(figures.image(kind="vit", seed=s), vit, gflops=2.0)
-    _land(figures.mone(0.4, seed=s), mone, gflops=0.9)
+    _land(profiles.image_config("small", kind="vit", seed=s), vit, gflops=2.0)
+    _land(profiles.mone_config("small", 0.4, seed=s), mone, gflops=0.9)
   cli.main(["headlines"])
   out = capsys.readouterr().out
   assert out.startswith(f"8 of {len(plan.runs())} planned runs landed; claims over the seeds the chapters read (0, 1, 2)")

@@ -140,7 +140,7 @@ def test_planned_video_runs_have_a_validation_split_and_the_papers_alpha():
   static = {cfg.allocation: cfg.e_c for label, cfg in figures.video_runs() if label.startswith("Table 1") and cfg.seed == 0}
   assert static["proportionate"] == pytest.approx(0.27, abs=0.005) and static["uniform"] == pytest.approx(0.47, abs=0.005)
   with pytest.raises(ValueError, match="task must be one of"):
-    figures.video("kinetics")
+    profiles.video_config("small", "kinetics")
 
 
 def test_the_queue_keeps_the_router_figures_weights_within_a_few_megabytes():
@@ -204,7 +204,7 @@ def test_the_committed_ten_seed_plan_names_the_queues_runs_and_freezes_every_cla
 
 def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():
   from mone.train import steps
-  vit = figures.image(kind="vit")
+  vit = profiles.image_config("small", kind="vit")
   gflops = steps.train_gflops(vit)
   finished = [{"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000, "train_gflops": gflops,
                "wall_time_s": 4000.0, "resumed_from_step": 0},
@@ -213,29 +213,29 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
                "wall_time_s": 1500.0, "resumed_from_step": 4000},
               {"name": vit.name, "kind": "vit", "device": {"kind": "gpu"}, "train_steps": 8000, "train_gflops": gflops,
                "wall_time_s": 10.0, "resumed_from_step": 0}]
-  assert run_times.estimate_seconds(figures.image(kind="vit", seed=1), finished) == pytest.approx(3000.0)
-  assert run_times.estimate_seconds(figures.image(kind="vit", steps=4000), finished) == pytest.approx(1500.0)
+  assert run_times.estimate_seconds(profiles.image_config("small", kind="vit", seed=1), finished) == pytest.approx(3000.0)
+  assert run_times.estimate_seconds(profiles.image_config("small", kind="vit", steps=4000), finished) == pytest.approx(1500.0)
   # resumed half-way, but timed from step 0 (newer code keeps the earlier parts' time): 2,900 s in all
   finished.append({"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000,
                    "train_gflops": gflops, "wall_time_s": 2900.0, "resumed_from_step": 4000, "timed_from_step": 0})
-  assert run_times.estimate_seconds(figures.image(kind="vit", seed=1), finished) == pytest.approx(2900.0)
-  assert run_times.estimate_seconds(figures.mone(0.4), finished) is None  # no finished MoNE run
+  assert run_times.estimate_seconds(profiles.image_config("small", kind="vit", seed=1), finished) == pytest.approx(2900.0)
+  assert run_times.estimate_seconds(profiles.mone_config("small", 0.4), finished) is None  # no finished MoNE run
   # The same config at another seed is the estimate, even where another config runs faster per FLOP
   # (a MoNE run at a lower e_c runs slower per FLOP)
   mone_run = lambda c, wall: {"name": c.name, "kind": "mone", "seed": c.seed, "config_hash": results.config_hash(c),
                               "device": {"kind": "cpu"}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
                               "wall_time_s": wall, "timed_from_step": 0}
-  finished += [mone_run(figures.mone(0.4), 1000.0), mone_run(figures.mone(0.2), 900.0)]
-  assert run_times.estimate_seconds(figures.mone(0.2, seed=2), finished) == pytest.approx(900.0)
-  assert run_times.estimate_seconds(figures.mone(0.4, seed=1), finished) == pytest.approx(1000.0)
-  fastest = min(1000.0 / steps.train_gflops(figures.mone(0.4)), 900.0 / steps.train_gflops(figures.mone(0.2)))
-  assert run_times.estimate_seconds(figures.mone(0.3), finished) == pytest.approx(fastest * steps.train_gflops(figures.mone(0.3)))
-  assert run_times.estimate_seconds(figures.video("temporal", kind="vit"), finished) is None
+  finished += [mone_run(profiles.mone_config("small", 0.4), 1000.0), mone_run(profiles.mone_config("small", 0.2), 900.0)]
+  assert run_times.estimate_seconds(profiles.mone_config("small", 0.2, seed=2), finished) == pytest.approx(900.0)
+  assert run_times.estimate_seconds(profiles.mone_config("small", 0.4, seed=1), finished) == pytest.approx(1000.0)
+  fastest = min(1000.0 / steps.train_gflops(profiles.mone_config("small", 0.4)), 900.0 / steps.train_gflops(profiles.mone_config("small", 0.2)))
+  assert run_times.estimate_seconds(profiles.mone_config("small", 0.3), finished) == pytest.approx(fastest * steps.train_gflops(profiles.mone_config("small", 0.3)))
+  assert run_times.estimate_seconds(profiles.video_config("small", "temporal", kind="vit"), finished) is None
 
 
 def test_recompute_seconds_counts_cpu_runs_as_measured_and_estimates_the_others():
   from mone.train import steps
-  vit0, vit1, vit2, mone0 = figures.image(kind="vit"), figures.image(kind="vit", seed=1), figures.image(kind="vit", seed=2), figures.mone(0.4)
+  vit0, vit1, vit2, mone0 = profiles.image_config("small", kind="vit"), profiles.image_config("small", kind="vit", seed=1), profiles.image_config("small", kind="vit", seed=2), profiles.mone_config("small", 0.4)
   run = lambda c, device, wall, **kw: {"name": c.name, "kind": c.kind, "seed": c.seed, "config_hash": results.config_hash(c),
                                        "device": {"kind": device}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
                                        "wall_time_s": wall, "timed_from_step": 0, **kw}
@@ -304,16 +304,6 @@ def test_another_profile_asks_for_the_same_video_runs_with_its_own_configs():
       assert (other.kind, other.e_c, other.seed, other.allocation, other.video_task, other.adaptive) == \
           (cfg.kind, cfg.e_c, cfg.seed, cfg.allocation, cfg.video_task, cfg.adaptive), label
       assert other.name.startswith("smoke_") and other.steps == 8, label
-
-
-def test_the_chapters_configs_of_the_small_profile_are_the_plans():
-  image, mone = (lambda **ov: profiles.image_config("small", **ov)), (lambda e_c, **ov: profiles.mone_config("small", e_c, **ov))
-  assert results.config_hash(image(kind="vit", seed=1)) == results.config_hash(figures.image(kind="vit", seed=1))
-  assert results.config_hash(mone(0.3, seed=2, **{"model.router": "random"})) == results.config_hash(figures.mone(0.3, seed=2, **{"model.router": "random"}))
-  for task in profiles.TASKS:
-    assert results.config_hash(profiles.video_config("small", task, kind="matvit")) == results.config_hash(figures.video(task, kind="matvit"))
-    assert results.config_hash(profiles.mone_config("small", 0.4, task=task, seed=1)) == results.config_hash(figures.video_mone(task, 0.4, seed=1))
-  assert results.config_hash(profiles.table1_config("small", "uniform", None)) == results.config_hash(figures.allocation("uniform", None))
 
 
 def test_chapters_read_the_plans_seeds_and_train_only_off_the_small_profile():

@@ -8,7 +8,7 @@ import pytest
 
 from mone import results
 from mone.chapters import experiments, plan, stats, table1, verdicts
-from mone.configs import figures
+from mone.configs import profiles
 
 
 def _metrics(e_c, accuracy, *, gflops=0.03, learned=True, num_examples=2000):
@@ -131,9 +131,9 @@ def test_a_run_that_never_left_chance_is_no_measurement_and_robust_summaries_lea
 
 def _land_widths(seed, dense_val, quarter_val):
   """The temporal task's dense ViViT and MatViViT run files at seed, with their validation accuracies."""
-  for cfg, extra in ((figures.video("temporal", kind="vit", seed=seed), {"accuracy": dense_val, "curve": [
+  for cfg, extra in ((profiles.video_config("small", "temporal", kind="vit", seed=seed), {"accuracy": dense_val, "curve": [
       {"step": 10, "val_accuracy": dense_val, "train_accuracy": dense_val}]}),
-                     (figures.video("temporal", kind="matvit", seed=seed), {"accuracy": dense_val, "val_evals": [
+                     (profiles.video_config("small", "temporal", kind="matvit", seed=seed), {"accuracy": dense_val, "val_evals": [
                          {"width_index": i, "accuracy": a} for i, a in enumerate((0.5, quarter_val, 0.9, dense_val))]})):
     results.atomic_write_json(experiments.run_path(cfg), {
         "name": "moving_temporal", "kind": cfg.kind, "config_hash": f"h{seed}{cfg.kind}", "config": dataclasses.asdict(cfg),
