@@ -19,6 +19,7 @@ from mone import results
 from mone.chapters import experiments
 from mone.models import kinds
 from mone.configs import figures, profiles, schema
+from mone.configs.arms import Arm
 from mone.configs.figures import EXTRA_SEEDS, SEEDS, SEEDS_TO_TEN
 
 def seeds(profile: str, seed: int = 0) -> tuple[int, ...]:
@@ -205,7 +206,7 @@ def _headline_arms() -> frozenset:
 # The video runs that decide the video recipes (is the dense appearance model at a plateau? is the
 # temporal task's quarter-width sub-model 5 points below the dense ViViT, `calibration.discrimination`?)
 # go first: the others hang on them.
-CALIBRATION = ("appearance: ViViT, seed 0", "temporal: MatViViT, seed 0", "temporal: ViViT, seed 0")
+CALIBRATION = (Arm("appearance", "vit"), Arm("temporal", "matvit"), Arm("temporal", "vit"))  # at seed 0
 
 
 def keeps_router_weights(cfg: schema.TrainConfig) -> bool:
@@ -228,5 +229,6 @@ def runs() -> list[tuple[str, schema.TrainConfig]]:
 def _runs() -> tuple:
   every = SEEDS + EXTRA_SEEDS
   videos = figures.video_runs(seeds=every)
-  return tuple([r for r in videos if r[0] in CALIBRATION] + figures.image_runs(seeds=every)
-               + [r for r in videos if r[0] not in CALIBRATION] + ten_seed_runs())
+  first = lambda r: r.arm in CALIBRATION and r[1].seed == 0
+  return tuple([r for r in videos if first(r)] + figures.image_runs(seeds=every) + [r for r in videos if not first(r)]
+               + ten_seed_runs())
