@@ -149,7 +149,10 @@ def mod_greedy(e_c: float, num_experts: int = 4) -> np.ndarray:
   return c
 
 
-ALLOCATIONS = ("proportionate", "uniform", "mod_greedy", "greedy", "mone")
+# Eq. 3's allocation, the method's own: a config names it "mone" (`TrainConfig.allocation`), as it names
+# the model kind "mone" (`TrainConfig.kind`); the two are different things, so code compares with EQ3.
+EQ3 = "mone"
+ALLOCATIONS = ("proportionate", "uniform", "mod_greedy", "greedy", EQ3)
 
 
 def allocation(name: str, e_c: float | None = None, num_experts: int = 4) -> np.ndarray:
@@ -164,7 +167,7 @@ def allocation(name: str, e_c: float | None = None, num_experts: int = 4) -> np.
     return mod_greedy(e_c, num_experts)
   if name == "greedy":
     return greedy(e_c, num_experts)
-  if name == "mone":
+  if name == EQ3:
     return capacity_distribution(e_c, num_experts)
   raise ValueError(f"unknown allocation {name!r}; choose one of {ALLOCATIONS}")
 

@@ -39,7 +39,7 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
   def contender(e_c):
     if e_c is None:  # the dense block: one group at full width, no Eq. 1 factor
       return "dense", (n,), (d_model,), False, "dense block, all tokens at width D"
-    counts = routing.expert_counts(capacity.budget("mone", e_c, cfg.num_experts).capacities, n)
+    counts = routing.expert_counts(capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities, n)
     live = [g for g in range(cfg.num_experts) if counts[g]]
     return ("mone", tuple(counts[g] for g in live), tuple(cfg.expert_widths[g] for g in live), True,
             "tokens per expert " + ", ".join(map(str, counts)))
@@ -118,7 +118,7 @@ def matmul_rows(variant: str, e_cs, chunk: int, reps: int = 15, repeat: int = 16
   n, d_model, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
   contenders = [("dense", None, [(n, d_model)])]
   for e_c in e_cs:
-    counts = routing.expert_counts(capacity.budget("mone", e_c, cfg.num_experts).capacities, n)
+    counts = routing.expert_counts(capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities, n)
     contenders.append(("mone", e_c, [(c, w) for c, w in zip(counts, cfg.expert_widths) if c]))
   key = jax.random.key(seed)
   mm = jax.jit(lambda xs, w: jax.lax.map(lambda x: x @ w, xs))
@@ -184,7 +184,7 @@ def routing_rows(variant: str, e_c: float, batch: int, reps: int = 15, seed: int
   cfg = config.vit(variant, **overrides)
   wl = workloads.image_workload(variant, [e_c], with_matvit=False, with_masked=False, seed=seed, **overrides)
   mone = wl.contenders[1]
-  caps = capacity.budget("mone", e_c, cfg.num_experts).capacities
+  caps = capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities
   counts = routing.expert_counts(caps, cfg.num_tokens)
 
   class Router(nn.Module):  # the model's first router, in the scope its parameters have in the model

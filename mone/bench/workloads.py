@@ -73,7 +73,7 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
   rel = [w / cfg.width for w in cfg.expert_widths]
   matvit_macs = [flops.macs(cfg, "matvit", r) for r in rel]
   for e_c in e_cs:
-    caps = capacity.budget("mone", e_c, cfg.num_experts).capacities
+    caps = capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities
     out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps), nested(cfg.expert_widths)))
@@ -106,7 +106,7 @@ def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, params=None,
   out = [Contender("dense", None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
                    "ViViT-FE, all tokens at width D")]
   for e_c in e_cs:
-    caps = capacity.budget("mone", e_c, cfg.num_experts).capacities
+    caps = capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities
     out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps),

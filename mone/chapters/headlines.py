@@ -71,7 +71,7 @@ def _key(base: str, variant: str) -> tuple[str, str] | None:
   """The (panel, model) curve a planned run belongs to (None: a single-seed study or Table 1); an image
   run's panel is its model `variant`, a video run's its task. The arm (`figures.arm`) says which."""
   arm = figures.arm(base)
-  if arm.allocation != "mone" or arm.adaptive or arm.router_layer is not None or arm.num_routers is not None:
+  if arm.allocation != capacity.EQ3 or arm.adaptive or arm.router_layer is not None or arm.num_routers is not None:
     return None
   model = arm.model_kind.label
   if arm.task != "image":
@@ -131,7 +131,7 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
   other = {}
   for base, seed, m in runs:
     arm = figures.arm(base)
-    if arm.allocation != "mone":
+    if arm.allocation != capacity.EQ3:
       other.setdefault(arm, {})[seed] = (analysis.points(m)[0], analysis.left_plateau(m))
     elif arm.task == "temporal" and arm.model_kind.routed and arm.e_c is not None and not arm.adaptive:
       mone.setdefault(arm.e_c, {})[seed] = analysis.points(m)[0]["accuracy_pct"]
@@ -197,6 +197,6 @@ def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   for task, paper in (("temporal", "SSv2"), ("appearance", "Kinetics-400")):
     if paired(task, "ViViT"):
       out += comparisons.figure4(by_seed, task, paper, TOLERANCE, comparisons.VIDEO_MIN_REDUCTION)
-  table1 = any((a := figures.arm(base)).allocation != "mone" or a.task == "temporal" and a.model_kind.routed for base, _, _ in runs)
+  table1 = any((a := figures.arm(base)).allocation != capacity.EQ3 or a.task == "temporal" and a.model_kind.routed for base, _, _ in runs)
   return out + router_claims(by_seed) + (table1_claims(runs) if table1 else [])
 

@@ -15,7 +15,7 @@ task)`; a test checks that they agree). The seed plans, as written before their 
 import functools
 from pathlib import Path
 
-from mone import results
+from mone import capacity, results
 from mone.chapters import experiments
 from mone.models import kinds
 from mone.configs import figures, profiles, schema
@@ -215,7 +215,7 @@ def keeps_router_weights(cfg: schema.TrainConfig) -> bool:
   whose first router is before layer 0, at every seed. The router figures (1 and 7) read some of
   them, and claims about what a router selects can then be decided over seeds; checkpoints are
   not committed, so these are saved while the run's checkpoint is at hand (about 100 KB each)."""
-  return (kinds.kind_of(cfg).routed and cfg.allocation == "mone" and not cfg.adaptive
+  return (kinds.kind_of(cfg).routed and cfg.allocation == capacity.EQ3 and not cfg.adaptive
           and cfg.model.router_layers[0] == 0)
 
 

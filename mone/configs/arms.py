@@ -12,6 +12,7 @@ each chapter reads.
 """
 import dataclasses
 
+from mone import capacity
 from mone.configs import profiles, schema
 from mone.models import kinds
 
@@ -30,7 +31,7 @@ class Arm:
   task: str
   kind: str
   e_c: float | None = None
-  allocation: str = "mone"
+  allocation: str = capacity.EQ3
   router: str = "learned"
   router_layer: int | None = None
   num_routers: int | None = None
@@ -41,7 +42,7 @@ class Arm:
   def __post_init__(self):
     if self.task not in TASKS:
       raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-    if self.allocation != "mone" and self.allocation not in ALLOCATIONS:
+    if self.allocation != capacity.EQ3 and self.allocation not in ALLOCATIONS:
       raise ValueError(f"allocation must be 'mone' or one of {tuple(ALLOCATIONS)}, got {self.allocation!r}")
     self.model_kind  # an unknown kind, or one the task's modality lacks, stops here
 
@@ -54,7 +55,7 @@ class Arm:
     """The model as the book calls it, without its task: 'ViT', 'MatViViT', 'MoNE e_c=0.3, random
     router', 'MoNE adaptive, isoFLOPs', 'Greedy e_c=0.4', 'Proportionate'."""
     kind = self.model_kind
-    if self.allocation != "mone":
+    if self.allocation != capacity.EQ3:
       return ALLOCATIONS[self.allocation] + ("" if self.e_c is None else f" e_c={self.e_c}")
     if not kind.routed:
       return kind.label
@@ -71,7 +72,7 @@ class Arm:
   def label(self) -> str:
     """The arm in the book: its model, after its task for a video ('temporal: ViViT') and after
     'Table 1: ' for another allocation ('Table 1: Uniform')."""
-    if self.allocation != "mone":
+    if self.allocation != capacity.EQ3:
       return f"Table 1: {self.model}"
     return self.model if self.task == "image" else f"{self.task}: {self.model}"
 
@@ -79,7 +80,7 @@ class Arm:
   def name(self) -> str:
     """The arm on the command line: 'image:vit', 'temporal:mone:0.3', 'image:mone:0.2:random',
     'table1:greedy:0.4'."""
-    if self.allocation != "mone":
+    if self.allocation != capacity.EQ3:
       parts = ["table1", self.allocation] + ([] if self.e_c is None else [str(self.e_c)])
     else:
       parts = [self.task, self.kind] + ([str(self.e_c)] if self.e_c is not None else [])
@@ -99,7 +100,7 @@ class Arm:
     ov |= {} if self.num_routers is None else {"model.num_routers": self.num_routers}
     ov |= ({"adaptive": True} if self.adaptive else {}) | ({"iso_flops": True} if self.iso_flops else {})
     video = None if self.task == "image" else self.task
-    if self.allocation != "mone":
+    if self.allocation != capacity.EQ3:
       cfg = profiles.table1_config(profile, self.allocation, self.e_c, data_dir, **ov)
     elif self.model_kind.routed:
       cfg = profiles.mone_config(profile, self.e_c, data_dir, task=video, **ov)

@@ -117,7 +117,7 @@ def table1_config(profile: str, allocation: str, e_c: float | None, data_dir: st
   """A Table 1 model on the temporal video task: MoNE (`allocation='mone'`, the run Figures 4
   and 5 share) or another allocation at e_c; e_c=None for a static allocation, which fixes its
   own e_c (rounded to 4 decimals, so that the config hash does not hang on the 16th)."""
-  if allocation == "mone":
+  if allocation == capacity.EQ3:
     return mone_config(profile, e_c, data_dir, task="temporal", **overrides)
   if e_c is None:
     e_c = round(capacity.effective_capacity(capacity.allocation(allocation)), 4)

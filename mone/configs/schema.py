@@ -33,7 +33,7 @@ class TrainConfig:
   # compile fewer train steps (the smoke profile uses two). Left out of the config hash at
   # its default, so adding the field renamed no run file.
   adaptive_e_c: tuple = dataclasses.field(default=ADAPTIVE_E_C, metadata={"hash_omit_default": True})
-  allocation: str = "mone"    # capacity allocation across experts (Table 1); "mone" = Eq. 3
+  allocation: str = capacity_lib.EQ3  # capacity allocation across experts (Table 1); "mone" = Eq. 3
   eval_e_c: tuple = ()        # further inference capacities to evaluate (Fig. 5)
   dataset: str = "digits"     # images: "digits" (embedded) | "tfds"; videos: "moving_digits" | "tfds_video"
   video_task: str = "temporal"  # moving_digits: "appearance" (~Kinetics) | "temporal" (~SSv2)
