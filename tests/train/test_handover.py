@@ -9,6 +9,7 @@ from mone.train import handover, loop
 from helpers import tiny
 
 
+@pytest.mark.slow
 def test_a_parked_state_resumes_in_a_fresh_workdir_to_the_uninterrupted_runs_numbers(tmp_path):
   cfg = tiny(kind="mone", e_c=0.3, eval_every=3)
   whole = loop.train(cfg, tmp_path / "whole", progress=False)
