@@ -190,7 +190,9 @@ class MoNE(Kind):
     return module.apply(variables, x, budget.capacities, drop_smallest=budget.drop_smallest, rngs={"routing": rng})
 
   def budget(self, cfg, e_c: float | None = None):
-    return cfg.budget(e_c)
+    # From the config's fields, as `TrainConfig.budget` gives it: the schema imports this module, so
+    # a kind never calls back into it.
+    return capacity_lib.budget(cfg.allocation, cfg.e_c if e_c is None else e_c, cfg.model.num_experts)
 
   def train_budget(self, cfg, step: int):
     """The config's e_c, or (adaptive) one drawn from cfg.adaptive_e_c: a function of (seed, step)."""
@@ -206,7 +208,7 @@ class MoNE(Kind):
     need(not cfg.adaptive or len(cfg.adaptive_e_c) >= 1, "adaptive=True needs at least one adaptive_e_c")
     for e_c in (tuple(cfg.adaptive_e_c) if cfg.adaptive else (cfg.e_c,)) + tuple(cfg.eval_e_c):
       need(e_c is not None, "kind=mone needs e_c (or adaptive=True)")
-      cfg.budget(e_c)  # raises a ValueError naming e_c
+      self.budget(cfg, e_c)  # raises a ValueError naming e_c
     need(cfg.adaptive or cfg.e_c is not None, "kind=mone needs e_c")
 
   def eval_points(self, cfg) -> list:
