@@ -381,10 +381,10 @@ def main():
       trained += 1
       save_weights(cfg)
       parked(cfg).unlink(missing_ok=True)  # the run file replaces it: commit both
-    # A run of a plan still training is read by no one until the whole plan has landed: the log
-    # keeps its accuracy out of sight too (its curve's: `show_curve`), so that nothing is decided on
-    # the runs that finish first.
-    shown = "" if plan.keeps_weights(cfg) else f"accuracy {100 * m['accuracy']:.2f}% "
+    # A run of a plan still training is read by no one until the whole plan has landed: the log keeps its
+    # accuracy out of sight too (its curve's: `show_curve`), so that nothing is decided on the runs that
+    # finish first; a calibration run's test accuracy too, since its rules read validation accuracy alone.
+    shown = "" if plan.keeps_weights(cfg) or args.calibration else f"accuracy {100 * m['accuracy']:.2f}% "
     logging.info("finished %s: %safter %d steps, %.0f s", label, shown, m["train_steps"], time.time() - start)
   if args.max_runs and trained == args.max_runs:
     sys.exit(ONE_RUN_DONE)  # the queue starts a fresh worker for the next run, if one is left (`supervise`)

@@ -465,3 +465,25 @@ def test_park_packs_each_unfinished_runs_checkpoint_for_the_next_machine(tmp_pat
   assert "a worker is training it; stop the queue, then --park again" in capsys.readouterr().out
   shutil.rmtree(tmp_path / "cache")  # the next machine comes without the cache
   assert [train_queue.resumable(cfg) for cfg in cfgs] == [True, False, False]
+
+
+def test_a_calibration_worker_logs_no_test_accuracy(tmp_path, monkeypatch, caplog):
+  """The calibration's rules read validation accuracy alone: its queue's log shows no test accuracy."""
+  from mone.chapters import experiments
+  monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
+  monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
+  run = recalibration.pending()[0]
+  monkeypatch.setattr(train_queue.recalibration, "queue", lambda isa_twins, freeze: [(run.label, run.config())])
+
+  def train(cfg, progress):
+    experiments.run_path(cfg).parent.mkdir(parents=True, exist_ok=True)
+    experiments.run_path(cfg).write_text("{}")
+    return {"accuracy": 0.8731, "train_steps": 12000}
+  monkeypatch.setattr(train_queue.experiments, "run", train)
+  monkeypatch.setattr(train_queue, "save_weights", lambda cfg: None)
+  monkeypatch.setattr(sys, "argv", ["train_queue.py", "--calibration", "--workers", "1", "--worker", "0", "--max-runs", "1"])
+  with caplog.at_level("INFO"), pytest.raises(SystemExit):
+    train_queue.main()
+  finished = [r.getMessage() for r in caplog.records if r.getMessage().startswith("finished ")]
+  assert finished == [f"finished {run.label}: after 12000 steps, {finished[0].rsplit(', ', 1)[1]}"]
+  assert "87.3" not in caplog.text
