@@ -78,9 +78,9 @@ def load(profile: str, seeds, data_dir: str, domain: str, train: bool = False, r
     raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
   g = profiles.grid(profile)
   train_e_c = g.adapt_image_e_c if domain == "images" else g.adapt_video_e_c
-  names = labels(domain, train_e_c)
+  names, wanted = labels(domain, train_e_c), arms(domain, train_e_c)
   planned_runs = figures.image_runs if domain == "images" else figures.video_runs
-  planned = [r for r in planned_runs(profile, seeds, data_dir) if r.arm in arms(domain, train_e_c)]
+  planned = [r for r in planned_runs(profile, seeds, data_dir) if r.arm in wanted]
   runs = by_seed(headlines.landed(planned, train=train, recompute=recompute), names.get)
   return Domain(domain, train_e_c, planned[0][1].model.name if planned else None, runs, headlines.pending(planned, train), mean_curves(runs),
                 summaries(runs, train_e_c))
