@@ -16,7 +16,7 @@ The chapters build their claims with the same functions (`comparisons.figure3`, 
 from mone import capacity, results
 from mone.chapters import analysis, calibration, claims, comparisons, experiments, plan, stats
 from mone.configs import figures
-from mone.configs.arms import ALLOCATIONS, Arm
+from mone.configs.arms import ALLOCATION_NAMES, Arm
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
 TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (as chapters 03-04)
@@ -140,7 +140,7 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
         stuck.add((arm.e_c, seed))
   out = []
   for arm, mone_e_c in TABLE1:
-    allocation, short = arm.allocation, ALLOCATIONS[arm.allocation]
+    allocation, short = arm.allocation, ALLOCATION_NAMES[arm.allocation]
     static = arm.e_c is None  # a static allocation fixes its own e_c
     e_c = capacity.effective_capacity(capacity.allocation(allocation)) if static else mone_e_c
     ref, by_seed = mone.get(mone_e_c, {}), other.get(arm, {})

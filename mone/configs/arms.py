@@ -18,14 +18,14 @@ from mone.models import kinds
 
 TASKS = ("image", "temporal", "appearance")
 # Table 1's allocations other than MoNE's own (Eq. 3), as the book names them
-ALLOCATIONS = {"proportionate": "Proportionate", "uniform": "Uniform", "mod_greedy": "MoD Greedy", "greedy": "Greedy"}
+ALLOCATION_NAMES = {"proportionate": "Proportionate", "uniform": "Uniform", "mod_greedy": "MoD Greedy", "greedy": "Greedy"}
 
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
   """One arm. task: 'image' or a video task of `profiles.TASKS`; kind: a `kinds.NAMES` name; e_c: the
   training capacity of a routed kind (None: adaptive, or a static allocation's own); allocation:
-  'mone' (Eq. 3) or one of ALLOCATIONS (Table 1, on the temporal task); router, router_layer and
+  'mone' (Eq. 3) or one of ALLOCATION_NAMES (Table 1, on the temporal task); router, router_layer and
   num_routers: the router as Figure 6 varies it (None: the config's); iso_flops, adaptive: the training
   variants of Figures 3 and 5; overrides: 'key=value' strings applied last (the benchmark's --pair)."""
   task: str
@@ -42,8 +42,8 @@ class Arm:
   def __post_init__(self):
     if self.task not in TASKS:
       raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
-    if self.allocation != capacity.EQ3 and self.allocation not in ALLOCATIONS:
-      raise ValueError(f"allocation must be 'mone' or one of {tuple(ALLOCATIONS)}, got {self.allocation!r}")
+    if self.allocation != capacity.EQ3 and self.allocation not in ALLOCATION_NAMES:
+      raise ValueError(f"allocation must be 'mone' or one of {tuple(ALLOCATION_NAMES)}, got {self.allocation!r}")
     self.model_kind  # an unknown kind, or one the task's modality lacks, stops here
 
   @property
@@ -56,7 +56,7 @@ class Arm:
     router', 'MoNE adaptive, isoFLOPs', 'Greedy e_c=0.4', 'Proportionate'."""
     kind = self.model_kind
     if self.allocation != capacity.EQ3:
-      return ALLOCATIONS[self.allocation] + ("" if self.e_c is None else f" e_c={self.e_c}")
+      return ALLOCATION_NAMES[self.allocation] + ("" if self.e_c is None else f" e_c={self.e_c}")
     if not kind.routed:
       return kind.label
     out = f"{kind.label} adaptive" if self.adaptive else f"{kind.label} e_c={self.e_c}"
