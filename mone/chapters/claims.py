@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import stats
+from mone.chapters import declarations, stats
 
 KINDS = ("trained", "arithmetic", "timing", "target")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not testable")
@@ -62,47 +62,26 @@ def _claim(id, claim, paper, measured, kind, n_seeds, ci95, tolerance, verdict, 
                   "n_seeds": n_seeds, "ci95": ci95, "tolerance": tolerance, "verdict": verdict, **extra})
 
 
-# Paired or Welch, per family of claims (the longest id prefix that matches), by design. Pairing by
-# seed is justified where a seed gives both arms what they share: the same data order
-# (`mone.data.pipeline.train_batches` draws batches from the seed and the step alone) and the same
-# initial weights for every parameter both have (Flax draws a parameter from the seed and its path),
-# or where both quantities are measured on the same trained model. A paired interval is valid
-# whatever the arms' correlation and gains where they correlate; Welch's assumes independent arms.
-# tests/chapters/test_claims.py and test_significance.py check the premises. A pair trained on two
-# devices keeps them, but a run retrained on another device differs about as much as another seed
-# (`mone.chapters.devices`), so pairing gains little there (the interval stays valid); `plan.reading`
-# reads a run's CPU twin where the single-device reading is in force.
-# A claim of no family here is paired: its caller pairs the seeds (a test checks that every
-# chapter's claims belong to a family).
-_SAME_SEED = ("the same seed gives both arms the same data order and identical initial weights for every "
-              "parameter they share (tested)")
-_WITHIN = ("paired", "both quantities are measured on the same trained model and evaluation data of each seed")
-PAIRING = {
-    "fig1.": _WITHIN,
-    "fig3.": ("paired", f"image models (ViT, MatViT, MoD, MoNE): {_SAME_SEED}"),
-    "fig4.": ("paired", "video models (ViViT, MatViViT, MoNE): the same seed gives both arms the same data order and "
-              "identical initial weights for every parameter they share but the temporal position embedding, which "
-              "MoNE's extra parameter alpha moves to the next random draw (tested); sharing the rest, the arms are not "
-              "the independent samples Welch's interval assumes, and a paired interval holds whatever their correlation"),
-    "fig5.": ("paired", "a contrast within the same trained models of each seed (their drops at other budgets), or the "
-              f"adaptive MoNE against the fixed one: {_SAME_SEED}"),
-    "fig5.video_gentler_than_images": ("welch", "image and video models are trained on other data with other "
-                                       "architectures: a seed number shares nothing between them, so the arms are "
-                                       "independent samples"),
-    "fig6.": ("paired", f"MoNE against MoNE (router placement, count, learned or random): {_SAME_SEED}"),
-    "fig7.images.full_tokens_on_object": _WITHIN,
-    "fig7.images.learned_beats_random_router": ("paired", f"MoNE with a learned and with a random router: {_SAME_SEED}"),
-    "fig7.video.": _WITHIN,
-    "table1.": ("paired", f"MoNE under other capacity allocations on one video task: {_SAME_SEED}"),
-}
+# Paired or Welch, per claim or family of claims (the longest id prefix that matches), by design: each
+# chapter declares it beside its claims (`mone.chapters.declarations`, where the premises are explained).
+# A claim of no family is paired: its caller pairs the seeds (a test checks that every chapter's claims
+# belong to a family).
+def __getattr__(name):
+  """`PAIRING`: {claim id or prefix: (test, why)}, generated from the chapters' declarations."""
+  if name == "PAIRING":
+    return declarations.pairing()
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 PAIRING_DEFAULT = ("paired", "the caller pairs the seeds")
 
 
 def pairing(claim_id: str) -> tuple[str, str]:
   """(test, why) of a claim's family in `PAIRING` (the longest matching id prefix), else
   `PAIRING_DEFAULT`."""
-  family = max((p for p in PAIRING if claim_id.startswith(p)), key=len, default=None)
-  return PAIRING[family] if family else PAIRING_DEFAULT
+  table = declarations.pairing()
+  family = max((p for p in table if claim_id.startswith(p)), key=len, default=None)
+  return table[family] if family else PAIRING_DEFAULT
 
 
 def interval_test(claim_id: str, both_arms: bool = True) -> tuple[str, str]:

@@ -8,6 +8,7 @@ seed, and `chapter_claims` decides the paper's claim from those margins. The not
 runs with `landed`, calls these functions, and plots and prints what they return.
 """
 from mone.chapters import analysis, claims, experiments, headlines, plan, plots, preregistration, routers
+from mone.chapters.declarations import WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
 from mone.data import digits
@@ -17,6 +18,13 @@ KEEP = (1.0, 0.5, 0.25, 0.125)  # fraction of tokens the full model processes, l
 EXAMPLES = 2000  # test images scored
 CLAIM = ("fig1.top_tokens_on_object", "At every threshold, more of the tokens the router keeps for the full model "
          "are object tokens than in a random choice of as many (precision, points)", "shown qualitatively (Fig. 1)")
+CHAPTER = Chapter("Figure 1", "fig1.", "Routing", (
+    Claim("fig1.", WITHIN),
+    Claim(CLAIM[0], metric="per seed, the smallest over the thresholds top 50%, 25%, 12.5% (tokens ranked by the full "
+                           "expert's router logit) of the kept tokens' precision on object tokens minus a random choice's "
+                           "expected precision (points; 2,000 test images)",
+          arms=(MODEL, "a random choice of as many tokens (expected)")),
+))
 
 
 def landed(ch) -> tuple[dict, list[str]]:

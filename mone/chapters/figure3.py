@@ -7,6 +7,7 @@ reads them, and decides its claims with `comparisons.figure3` over the seeds tha
 arms of each.
 """
 from mone.chapters import calibration, claims, comparisons, headlines
+from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles
 from mone.configs.arms import Arm
 
@@ -16,6 +17,17 @@ TOLERANCE = headlines.TOLERANCE  # "comparable": MoNE within this many accuracy 
 # The usual FLOPs of the paper's dense ViTs at 224 px (its text states none): a scale for the reader.
 PAPER_VIT_GFLOPS = {"S/16": 4.6, "B/16": 17.6, "L/16": 61.7}
 # The columns of the table of mean points the chapter shows.
+# The claims `comparisons.figure3` decides; the image models trained at one seed are paired by it.
+_CURVE = "MoNE e_c=0.2, 0.3, 0.4, 0.6"  # every e_c of the small profile's image grid
+CHAPTER = Chapter("Figure 3", "fig3.", "Accuracy per FLOP", (
+    Claim("fig3.", ("paired", f"image models (ViT, MatViT, MoD, MoNE): {SAME_SEED}")),
+    Claim("fig3.mone_matches_vit", metric=ACCURACY, arms=(Arm("image", "mone", 0.4), Arm("image", "vit"))),
+    Claim("fig3.mone_beats_matvit", arms=(_CURVE, Arm("image", "matvit")),
+          metric=f"{ACCURACY} of MoNE at its cheapest e_c inside MatViT's FLOPs range (chosen on the lowest "
+                 "seed) minus MatViT's accuracy interpolated linearly at the same inference FLOPs"),
+    Claim("fig3.mone_beats_mod", arms=(_CURVE, Arm("image", "mod")),
+          metric=f"MoNE's {ACCURACY} interpolated linearly over its e_c curve at MoD's inference FLOPs, minus MoD's"),
+))
 POINT_COLUMNS = ["variant", "label", "e_c", "width_index", "gflops", "accuracy_pct", "accuracy_min", "accuracy_max", "n_seeds"]
 
 

@@ -8,10 +8,17 @@ that trained both arms of each; a run that never left the chance plateau tests n
 makes every decided trained claim inconclusive.
 """
 from mone.chapters import analysis, comparisons, headlines
+from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles
 from mone.configs.arms import Arm
 
 E_C = 0.3  # the capacity of the router position and count studies
+# The claims `comparisons.figure6` decides (and `headlines` per e_c of the learned-or-random study).
+CHAPTER = Chapter("Figure 6", "fig6.", "Routing", (
+    Claim("fig6.", ("paired", f"MoNE against MoNE (router placement, count, learned or random): {SAME_SEED}")),
+    Claim("fig6.learned_beats_random", metric=ACCURACY,
+          arms=(Arm("image", "mone", 0.2), Arm("image", "mone", 0.2, router="random"))),
+))
 ROW_COLUMNS = ["study", "value", "seed", "e_c", "gflops", "accuracy_pct"]
 
 

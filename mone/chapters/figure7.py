@@ -9,6 +9,7 @@ exact expectation of a random choice of as many (`routers.overlap_rows`), per se
 with `image_runs` and `video_runs`, calls these functions, and plots and prints what they return.
 """
 from mone.chapters import analysis, claims, experiments, headlines, plan, routers
+from mone.chapters.declarations import SAME_SEED, WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
 
@@ -26,6 +27,18 @@ IMAGE_CLAIMS = [
 VIDEO_CLAIM = ("fig7.video.full_tokens_track_motion", f"Temporal task, e_c = {E_C}: the full model's tokens are on the moving "
                "digits more often than a random choice of as many per temporal index (precision, points)",
                "consistently track the regions of motion (Fig. 7b)")
+_OBJECT = ("precision (points) of the tokens the full expert processes against the object tokens "
+           f"(at least {100 * routers.OBJECT_FRACTION:g}% of a token's pixels on the digit); 2,000 test images")
+CHAPTER = Chapter("Figure 7", "fig7.", "Routing", (
+    Claim(IMAGE_CLAIMS[0][0], WITHIN, metric=_OBJECT,
+          arms=(ROUTERS["learned router"], "a random choice of as many tokens (expected)")),
+    Claim(IMAGE_CLAIMS[1][0], ("paired", f"MoNE with a learned and with a random router: {SAME_SEED}"), metric=_OBJECT,
+          arms=(ROUTERS["learned router"], ROUTERS["random router"])),
+    Claim("fig7.video.", WITHIN),
+    Claim(VIDEO_CLAIM[0], metric="per temporal index, precision (points) of the full expert's tokens against the moving "
+                                 "digits' tokens minus a random choice's of as many; 500 test clips",
+          arms=(VIDEO, "a random choice of as many tokens per temporal index (expected)")),
+))
 
 
 def image_runs(ch) -> tuple[dict, list[str]]:

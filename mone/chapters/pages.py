@@ -20,16 +20,17 @@ import numpy as np
 
 from mone import results
 from mone.chapters import claims as claims_lib
-from mone.chapters import significance, verdicts
+from mone.chapters import declarations, significance, verdicts
 
 LANDING_FIGURE = "landing.png"  # under the results folder: `claim_plots.landing_figure`
 
-# The paper's three questions, by claim id prefix, the central one first.
-FAMILIES = {
-    "Accuracy per FLOP": (("fig3.", "fig4.", "table1."), "Figures 3, 4 and Table 1"),
-    "Adaptation": (("fig5.",), "Figure 5"),
-    "Routing": (("fig1.", "fig6.", "fig7."), "Figures 1, 6 and 7"),
-}
+def __getattr__(name):
+  """`FAMILIES`: {family: (claim-id prefixes, where the paper shows it)}, the paper's three questions
+  by claim id prefix, the central one first, generated from the chapters' declarations."""
+  if name == "FAMILIES":
+    return declarations.families()
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 GLOSSARY = [
     ("$e_c$", "effective capacity: the share of the dense model's compute MoNE spends (0.4: 40%)"),
@@ -46,7 +47,7 @@ GLOSSARY = [
 
 def family(claim_id: str) -> str | None:
   """The family (`FAMILIES`) a claim id belongs to, None for none (arithmetic or timing ids)."""
-  return next((name for name, (prefixes, _) in FAMILIES.items() if claim_id.startswith(prefixes)), None)
+  return next((name for name, (prefixes, _) in declarations.families().items() if claim_id.startswith(prefixes)), None)
 
 
 def _ids(cs) -> str:
@@ -58,7 +59,7 @@ def family_lines(trained: list[dict]) -> list[str]:
   open (counted with the pre-registered verdict, `claims.counted_verdict`), and which way each
   open claim with an interval points (`claims.would_decide`: its mean's side)."""
   lines = []
-  for name, (prefixes, where) in FAMILIES.items():
+  for name, (prefixes, where) in declarations.families().items():
     cs = [c for c in trained if c["id"].startswith(prefixes)]
     if not cs:
       continue
@@ -141,7 +142,7 @@ def compact_table(trained: list[dict], doc_prefix: str = "notebooks/") -> str:
   # Every trained difference is in points: the header says so once, and each cell stays short
   # enough not to wrap in the page's narrow column.
   out = ["| Claim | Paper | MoNE minus baseline, points [95% CI], seeds | Verdict (family-wise) |", "|---|---|---|---|"]
-  for name in FAMILIES:
+  for name in declarations.families():
     for c in trained:
       if family(c["id"]) != name:
         continue

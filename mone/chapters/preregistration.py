@@ -9,8 +9,9 @@ recorded in `DEVIATIONS` with what changed and why, so that the book can show th
 beside the changed one. A claim whose definition moves after its data are seen is the easiest way
 for a reproduction to fool itself; this makes such a move loud.
 
-`DEFINITIONS` is written by hand: it cannot see a change of what a chapter computes unless the
-chapter's code and this table change together, which review can check in one place.
+`DEFINITIONS` is declared by each chapter beside the code that decides its claims
+(`mone.chapters.declarations`): it cannot see a change of what a chapter computes unless the two change
+together, which review can check in one place.
 """
 import hashlib
 import json
@@ -19,71 +20,17 @@ from pathlib import Path
 import numpy as np
 
 from mone.chapters import claims as claims_lib
-from mone.chapters import significance
-from mone.chapters.routers import OBJECT_FRACTION
+from mone.chapters import declarations, significance
 
-# What a seed contributes to each trained claim (metric) and what it compares (arms: the plan's
-# run labels without ", seed N"). "expected at random" is an arm computed from the first one.
-_ACCURACY = "top-1 test accuracy (%)"
-_OBJECT = ("precision (points) of the tokens the full expert processes against the object tokens "
-           f"(at least {100 * OBJECT_FRACTION:g}% of a token's pixels on the digit)")
-_DROP = ("a model's own accuracy drop (points): accuracy at an inference e_c minus at its training e_c, "
-         "on the grid of Figure 5")
-DEFINITIONS = {
-    "fig1.top_tokens_on_object": {
-        "metric": "per seed, the smallest over the thresholds top 50%, 25%, 12.5% (tokens ranked by the full "
-                  "expert's router logit) of the kept tokens' precision on object tokens minus a random choice's "
-                  "expected precision (points; 2,000 test images)",
-        "arms": ["MoNE e_c=0.4", "a random choice of as many tokens (expected)"]},
-    "table1.mone03_vs_proportionate": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.3", "Table 1: Proportionate"]},
-    "table1.mone04_vs_uniform": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "Table 1: Uniform"]},
-    "table1.mone04_vs_mod_greedy": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "Table 1: MoD Greedy e_c=0.4"]},
-    "table1.mone04_vs_greedy": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "Table 1: Greedy e_c=0.4"]},
-    "fig3.mone_matches_vit": {"metric": _ACCURACY, "arms": ["MoNE e_c=0.4", "ViT"]},
-    "fig3.mone_beats_matvit": {
-        "metric": f"{_ACCURACY} of MoNE at its cheapest e_c inside MatViT's FLOPs range (chosen on the lowest "
-                  "seed) minus MatViT's accuracy interpolated linearly at the same inference FLOPs",
-        "arms": ["MoNE e_c=0.2, 0.3, 0.4, 0.6", "MatViT"]},
-    "fig3.mone_beats_mod": {
-        "metric": f"MoNE's {_ACCURACY} interpolated linearly over its e_c curve at MoD's inference FLOPs, minus MoD's",
-        "arms": ["MoNE e_c=0.2, 0.3, 0.4, 0.6", "MoD"]},
-    "fig4.appearance.mone_no_drop": {"metric": _ACCURACY, "arms": ["appearance: MoNE e_c=0.4", "appearance: ViViT"]},
-    "fig4.appearance.mone_beats_matvivit": {
-        "metric": f"{_ACCURACY} of MoNE at its cheapest e_c inside MatViViT's FLOPs range minus MatViViT's "
-                  "interpolated at the same FLOPs",
-        "arms": ["appearance: MoNE e_c=0.4", "appearance: MatViViT"]},
-    "fig4.temporal.mone_no_drop": {"metric": _ACCURACY, "arms": ["temporal: MoNE e_c=0.4", "temporal: ViViT"]},
-    "fig4.temporal.mone_beats_matvivit": {
-        "metric": f"{_ACCURACY} of MoNE at its cheapest e_c inside MatViViT's FLOPs range minus MatViViT's "
-                  "interpolated at the same FLOPs",
-        "arms": ["temporal: MoNE e_c=0.3, 0.4", "temporal: MatViViT"]},
-    "fig5.images.drop_grows_with_shift": {
-        "metric": f"{_DROP}, mean at the largest shift |t - e| minus mean at the smallest",
-        "arms": ["MoNE e_c=0.2, 0.4, 0.6 evaluated at every e_c of the grid"]},
-    "fig5.images.steeper_high_to_low": {
-        "metric": f"{_DROP}, mean from a higher training e_c to a lower one minus from lower to higher, at equal shifts",
-        "arms": ["MoNE e_c=0.2, 0.4, 0.6 evaluated at every e_c of the grid"]},
-    "fig5.video.drop_grows_with_shift": {
-        "metric": f"{_DROP}, mean at the largest shift |t - e| minus mean at the smallest",
-        "arms": ["temporal: MoNE e_c=0.3, 0.4 evaluated at every e_c of the grid"]},
-    "fig5.video.steeper_high_to_low": {
-        "metric": f"{_DROP}, mean from a higher training e_c to a lower one minus from lower to higher, at equal shifts",
-        "arms": ["temporal: MoNE e_c=0.3, 0.4 evaluated at every e_c of the grid"]},
-    "fig5.video_gentler_than_images": {
-        "metric": f"{_DROP} per unit of shift, mean over the (train, eval) pairs both domains have",
-        "arms": ["MoNE e_c=0.2, 0.4, 0.6 (images)", "temporal: MoNE e_c=0.3, 0.4 (video)"]},
-    "fig6.learned_beats_random": {"metric": _ACCURACY, "arms": ["MoNE e_c=0.2", "MoNE e_c=0.2, random router"]},
-    "fig7.images.full_tokens_on_object": {
-        "metric": f"{_OBJECT}; 2,000 test images",
-        "arms": ["MoNE e_c=0.3", "a random choice of as many tokens (expected)"]},
-    "fig7.images.learned_beats_random_router": {
-        "metric": f"{_OBJECT}; 2,000 test images",
-        "arms": ["MoNE e_c=0.3", "MoNE e_c=0.3, random router"]},
-    "fig7.video.full_tokens_track_motion": {
-        "metric": "per temporal index, precision (points) of the full expert's tokens against the moving digits' tokens "
-                  "minus a random choice's of as many; 500 test clips",
-        "arms": ["temporal: MoNE e_c=0.3", "a random choice of as many tokens per temporal index (expected)"]},
-}
+# What a seed contributes to each trained claim (metric) and what it compares (arms: the plan's run
+# labels without ", seed N"; "expected at random" is an arm computed from the first one), declared by each
+# chapter beside the code that decides the claim (`mone.chapters.declarations`).
+def __getattr__(name):
+  """`DEFINITIONS`: {claim id: {"metric", "arms"}}, generated from the chapters' declarations."""
+  if name == "DEFINITIONS":
+    return declarations.definitions()
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # A planned claim whose definition changed after its plan: {plan file: {claim id: {"what", "why",
 # "when"}}}. `check` accepts the change only when it is recorded here; the book shows the plan's
@@ -94,9 +41,10 @@ DEVIATIONS: dict[str, dict[str, dict]] = {"seed_plan_10.json": {}}
 def definition(c: dict) -> dict:
   """A trained claim's definition: its `DEFINITIONS` entry (metric, arms) with the relation,
   tolerance and test its claims.json records."""
-  if c["id"] not in DEFINITIONS:
-    raise KeyError(f"claim {c['id']!r} has no entry in mone.chapters.preregistration.DEFINITIONS (metric, arms)")
-  return {**DEFINITIONS[c["id"]], "relation": c["relation"], "tolerance": float(c["tolerance"]), "test": c["test"]}
+  table = declarations.definitions()
+  if c["id"] not in table:
+    raise KeyError(f"claim {c['id']!r} declares no frozen definition (metric, arms; mone.chapters.declarations)")
+  return {**table[c["id"]], "relation": c["relation"], "tolerance": float(c["tolerance"]), "test": c["test"]}
 
 
 def definition_hash(d: dict) -> str:

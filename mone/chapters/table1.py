@@ -11,6 +11,7 @@ import numpy as np
 
 from mone import capacity
 from mone.chapters import analysis, calibration, claims, headlines
+from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
 
@@ -25,6 +26,12 @@ TABLE = (("Proportionate", "proportionate", None, 64.3, Arm("temporal", "mone", 
 # The paper's static budgets (Sec. 6): (allocation, label, e_c)
 BUDGETS = (("proportionate", "Proportionate", 0.27), ("uniform", "Uniform", 0.47))
 COLUMNS = ["distribution", "budget", "seed", "e_c", "gflops", "accuracy_pct", "stderr_pct", "paper_ssv2_pct", "learned"]
+# MoNE against each other allocation of `headlines.TABLE1`, the arms paired by seed.
+CHAPTER = Chapter("Table 1", "table1.", "Accuracy per FLOP", (
+    Claim("table1.", ("paired", f"MoNE under other capacity allocations on one video task: {SAME_SEED}")),
+    *(Claim(headlines.table1_id(arm, e_c), metric=ACCURACY, arms=(Arm("temporal", "mone", e_c), arm))
+      for arm, e_c in headlines.TABLE1),
+))
 CAVEAT = "Table 1's accuracy comparisons (`table1.mone*`), trained on it, compare allocations that it barely separates"
 
 
