@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from mone import results
-from mone.chapters import experiments
+from mone.runs import experiments
 from mone.configs import recipes, schema
 
 LABELS = ("name",)  # fields that only label a run

@@ -10,7 +10,7 @@ deleted anything (a notebook that failed half-way used to cost the reader a comm
 import os
 import sys
 
-PROFILES = ("smoke", "small", "paper")  # mone.chapters.experiments.PROFILES (a test keeps them equal)
+PROFILES = ("smoke", "small", "paper")  # mone.runs.experiments.PROFILES (a test keeps them equal)
 # The prepared TFDS datasets the paper profile's chapters read: ImageNet-21k for the image chapters,
 # SSv2 and Kinetics-400 for the video ones (the recipes' tfds_name; a test keeps them equal).
 PAPER_DATASETS = ("imagenet21k", "something_something_v2", "kinetics400")

@@ -76,6 +76,42 @@ def cycles(graph: dict) -> list:
   return sorted(out)
 
 
+def script_imports(path: pathlib.Path, root=ROOT) -> set:
+  """The modules of `mone` a script imports, wherever in it the import sits."""
+  mods = modules(root)
+  return {t for node in ast.walk(ast.parse(path.read_text())) for t in node_imports(node) if t in mods}
+
+
+def reach(graph: dict, starts) -> set:
+  """Every module `starts` import, directly or through others (`starts` included)."""
+  seen, todo = set(), list(starts)
+  while todo:
+    m = todo.pop()
+    if m not in seen:
+      seen.add(m)
+      todo += graph.get(m, ())
+  return seen
+
+
+def below_chapters(root=ROOT) -> dict:
+  """{module or script: the chapter modules it reaches} for the training side (`mone/` outside
+  `mone.chapters`, and the scripts that train), which must reach none: training does not depend on
+  the book's analysis."""
+  graph = import_graph(root)
+  starts = {m: {m} for m in graph if not m.startswith("mone.chapters")}
+  for script in TRAINING_SCRIPTS:
+    starts[script] = script_imports(root / script, root)
+  out = {}
+  for name, s in starts.items():
+    chapters = sorted(m for m in reach(graph, s) if m.startswith("mone.chapters"))
+    if chapters:
+      out[name] = chapters
+  return out
+
+
+TRAINING_SCRIPTS = ("scripts/train_queue.py", "scripts/train_run.py")
+
+
 def local_imports(root=ROOT) -> list:
   """(path, line) of every import of a `mone` module inside a function: an import placed there to
   dodge import order is a sign of a circle in the layering."""
@@ -166,6 +202,7 @@ def main():
   print("modules over 400 lines:", over or "none")
   print("notebook code lines:", notebook_code_lines())
   print("claims decided in notebooks:", notebook_decisions() or "none")
+  print("training code reaching chapter modules:", below_chapters() or "none")
   print("graph between packages:")
   for a, targets in package_graph(graph).items():
     print(f"  {a} -> {', '.join(targets)}")

@@ -6,13 +6,14 @@ widths make at capacity. Writes results/calibration/<run>-errors.json.
 
   MONE_CACHE_DIR=$HOME/mone-cache .venv/bin/python scripts/temporal_errors.py "temporal: MatViViT, seed 0"
 
-Labels are `mone.chapters.plan`'s. The run's checkpoint is read from the cache (a run without one
+Labels are `mone.runs.plan`'s. The run's checkpoint is read from the cache (a run without one
 is retrained first: `experiments.trained_params`).
 """
 import argparse
 
 from mone import results
-from mone.chapters import analysis, experiments, plan
+from mone.chapters import analysis
+from mone.runs import experiments, plan
 from mone.data import sources
 from mone.train import evaluation, steps
 

@@ -1,4 +1,4 @@
-"""Trains the small profile's runs (`mone.chapters.plan.runs`) in plan order (--order longest:
+"""Trains the small profile's runs (`mone.runs.plan.runs`) in plan order (--order longest:
 those with a checkpoint, then the longest first), skipping finished ones and resuming a killed one from its checkpoints. Commit each
 run file as it finishes, with the weights it saves under results/weights/.
 
@@ -32,7 +32,7 @@ import subprocess
 import time
 
 from mone import results
-from mone.chapters import devices, experiments, plan, recalibration, run_times, seed_plans
+from mone.runs import experiments, plan, recalibration, run_times
 from mone.train import handover, loop, steps
 
 
@@ -249,7 +249,7 @@ def main():
                   help="start only the runs that the estimate (run_times.estimate_seconds, with a margin) says finish "
                        "within HOURS of the queue's start; a worker stops when none is left that would")
   ap.add_argument("--allow-gpu", action="store_true",
-                  help="train on this machine's GPU even where the seed plan says CPU (seed_plans.trains_on); its paired "
+                  help="train on this machine's GPU even where the seed plan says CPU (plan.trains_on); its paired "
                        "differences then cross devices")
   ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)  # set for the processes it starts
   ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # --finish-within, for them
@@ -290,7 +290,7 @@ def main():
     candidates = plan.runs()
   # The seed plan's amendment keeps every paired difference on the CPU: a planned run trained on a
   # GPU would cross devices again. A worker inherits the check from the queue that started it.
-  cpu_only = args.twins or args.calibration or seed_plans.trains_on(experiments.results_root()) == "cpu"
+  cpu_only = args.twins or args.calibration or plan.trains_on(experiments.results_root()) == "cpu"
   if cpu_only and gpu and args.worker is None and not (args.list or args.allow_gpu):
     ap.error("this machine has a GPU, and the seed plan trains its runs on the CPU (results/seed_plan.json's "
              "amendment: every paired difference between two CPU runs): set JAX_PLATFORMS=cpu, train into a "
@@ -343,7 +343,7 @@ def main():
     print(f"{len(done)} of {len(runs)} done; about {left / 3600:.0f} h of training left for {todo - unknown} runs "
           f"(from finished CPU runs of the same config at another seed, else of its name and kind: run_times.estimate_seconds; "
           f"{unknown} more without such a run yet)")
-    print("\nWhere the finished runs trained:\n" + devices.device_table(done))
+    print("\nWhere the finished runs trained:\n" + run_times.device_table(done))
     full = run_times.recompute_seconds(runs, finished)
     total = full["measured"] + full["estimated"]
     print(f"Retraining all {len(runs)} on this CPU (-p recompute True, or this queue from scratch): about {total / 3600:.0f} h of "

@@ -1,5 +1,5 @@
 """Trains one run of a profile into results/runs/ (as the notebooks would, through
-`mone.chapters.experiments.run`), for long runs started by hand in the background:
+`mone.runs.experiments.run`), for long runs started by hand in the background:
 
   .venv/bin/python scripts/train_run.py digits64 kind=mone e_c=0.4 seed=1
 
@@ -19,7 +19,7 @@ import logging
 import jax
 
 from mone import results
-from mone.chapters import experiments
+from mone.runs import experiments
 from mone.data import sources
 from mone.configs import recipes
 from mone.train import loop, sharding

@@ -2,7 +2,7 @@
 
 * Runs shared between notebooks. Every image notebook builds its MoNE configs with
   `mone_config`, which evaluates each run on the same grid of inference capacities, so the
-  run at e_c=0.4 is trained once and reused (through `mone.chapters.experiments.run`'s cache) by
+  run at e_c=0.4 is trained once and reused (through `mone.runs.experiments.run`'s cache) by
   Figures 1, 3, 5 and 7.
 * Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points, `seed_study` runs
   over seeds into means, and `adaptation_summary` Fig. 5's curves into drops. (Claims and their
@@ -16,7 +16,8 @@ import math
 import numpy as np
 
 from mone import results
-from mone.chapters import claims, experiments
+from mone.chapters import claims
+from mone.runs import experiments
 from mone.data.moving_digits import temporal_factors
 from mone.models import kinds
 

@@ -23,9 +23,9 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.chapters import (calibration, claim_plots, claims, devices, experiments, headlines, pages, plan,
-                           plan_readout, recalibration, preregistration, seed_plans, significance, speed_investigations,
-                           training_speed, verdicts)
+from mone.chapters import (calibration, chapter, claim_plots, claims, devices, headlines, pages, plan_readout,
+                           preregistration, seed_plans, significance, speed_investigations, training_speed, verdicts)
+from mone.runs import plan, recalibration
 from mone.models import kinds
 
 
@@ -138,7 +138,7 @@ def calibration_command(args) -> None:
     print(calibration.discrimination_table(runs + matvit, calibration.validation_records()))  # the temporal task's question
   if args.figure:
     fig = calibration.figure(runs, f"Calibration of {args.name} ({args.kind}): validation (solid) and training images (dashed)")
-    for path in experiments.save_figure(fig, "calibration", f"{args.name}-{args.kind}"):
+    for path in chapter.save_figure(fig, "calibration", f"{args.name}-{args.kind}"):
       print(f"wrote {path}")
 
 

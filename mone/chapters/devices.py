@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import plan, plots, stats
+from mone.chapters import plots, stats
+from mone.runs import plan
 from mone.configs.arms import Arm
 from mone.models import kinds
 from mone.configs import schema
@@ -159,25 +160,6 @@ def device_matrix(landed: list[tuple[str, int, dict]]) -> str:
   out = ["| arm | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|" + "---|" * len(seeds)]
   out += [f"| {a} | " + " | ".join(short(cells[a].get(s, "")) for s in seeds) + " |" for a in arms]
   return "\n".join(out) + "\n"
-
-
-def device_table(finished: list[dict]) -> str:
-  """A Markdown table of where the finished runs were trained (`results.trained_where`: a run
-  resumed on another device is its own row, 'H100 then cpu'): per device, the number of runs,
-  their wall time in hours (as recorded: runs resumed by older code count their last part only)
-  and the JAX versions, so a reader sees which comparisons cross devices."""
-  if not finished:
-    return "No run has finished yet.\n"
-  rows = {}
-  for m in finished:
-    r = rows.setdefault(results.trained_where(m), {"runs": 0, "seconds": 0.0, "jax": set()})
-    r["runs"] += 1
-    r["seconds"] += m.get("wall_time_s") or 0.0
-    r["jax"].add(m.get("versions", {}).get("jax", "?"))
-  lines = ["| device | runs | wall time (h) | JAX |", "|---|---|---|---|"]
-  lines += [f"| {name} | {r['runs']} | {r['seconds'] / 3600:.1f} | {', '.join(sorted(r['jax']))} |"
-            for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["runs"])]
-  return "\n".join(lines) + "\n"
 
 
 def markdown(rows: list[dict], s: dict, matrix: str = "", plan_note: str = "", image: str = "") -> str:

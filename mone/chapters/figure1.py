@@ -7,7 +7,8 @@ choice of as many (`routers.overlap`, `routers.random_router_baseline`), at each
 seed, and `chapter_claims` decides the paper's claim from those margins. The notebook loads the
 runs with `landed`, calls these functions, and plots and prints what they return.
 """
-from mone.chapters import analysis, claims, experiments, headlines, plan, plots, preregistration, routers
+from mone.chapters import analysis, claims, headlines, plots, preregistration, routers
+from mone.runs import experiments, plan
 from mone.chapters.declarations import WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm

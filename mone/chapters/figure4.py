@@ -10,7 +10,8 @@ decides the chapter's claims (`chapter_claims`): the paper's SSv2 FLOP accountin
 from mone import flops
 from mone.configs import figures, profiles, schema
 from mone.configs.arms import Arm
-from mone.chapters import calibration, claims, comparisons, experiments, headlines
+from mone.chapters import calibration, claims, comparisons, headlines
+from mone.runs import experiments
 from mone.chapters.declarations import ACCURACY, Chapter, Claim
 from mone.models import config, kinds
 
@@ -152,5 +153,5 @@ def summary_lines(curves: dict, profile: str, pending: list[str]) -> list[str]:
 
 
 def metrics(rows: list[dict], pending: list[str], tolerance: float = headlines.TOLERANCE) -> dict:
-  """The chapter's metrics.json (`experiments.save_metrics` adds the provenance)."""
+  """The chapter's metrics.json (`chapter.save_metrics` adds the provenance)."""
   return {"points": rows, "tolerance_points": tolerance, "pending": pending, "ssv2_gflops": ssv2_gflops()}

@@ -8,7 +8,8 @@ exact expectation of a random choice of as many (`routers.overlap_rows`), per se
 `chapter_claims` decides the paper's claims from those precisions. The notebook loads the runs
 with `image_runs` and `video_runs`, calls these functions, and plots and prints what they return.
 """
-from mone.chapters import analysis, claims, experiments, headlines, plan, routers
+from mone.chapters import analysis, claims, headlines, routers
+from mone.runs import experiments, plan
 from mone.chapters.declarations import SAME_SEED, WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm

@@ -1,6 +1,6 @@
 """Where the small profile's headline claims stand, from the run files landed so far.
 
-The small profile's runs (`mone.chapters.plan`) are trained by `scripts/train_queue.py` over
+The small profile's runs (`mone.runs.plan`) are trained by `scripts/train_queue.py` over
 several days and committed as they land. This module answers, from the committed run files
 alone, how each headline comparison of the recalibrated profile is decided today: Figure 3 (ViT vs MoNE, MoNE vs
 MatViT and MoD at equal FLOPs), Figure 4 per video task, Figure 6c (learned vs random router) and
@@ -14,7 +14,8 @@ The chapters build their claims with the same functions (`comparisons.figure3`, 
 `table1_claims`), so what this prints is what they say.
 """
 from mone import capacity, results
-from mone.chapters import analysis, calibration, claims, comparisons, experiments, plan, stats
+from mone.chapters import analysis, calibration, claims, comparisons, stats
+from mone.runs import experiments, plan
 from mone.configs import figures
 from mone.configs.arms import ALLOCATION_NAMES, Arm
 

@@ -182,7 +182,7 @@ def table(plan: dict, chapters: dict[str, list[dict]], counts: tuple[int, int, i
   else:
     lines.append(f"- **At {after}: not read yet.** {runs} of the {total} runs of seeds {seeds[0]}-{seeds[-1]} have committed "
                  f"their run file ({weights} their final parameters). The chapters read those seeds only once all "
-                 f"{total} have (`mone.chapters.plan.seeds`); until then this column stays empty, so that no verdict is "
+                 f"{total} have (`mone.runs.plan.seeds`); until then this column stays empty, so that no verdict is "
                  "taken on a subset.")
   lines += ["", f"| Claim | At {before} (planned from) | Expected at {after} (estimate) | At {after} | Definition |",
             "| --- | --- | --- | --- | --- |"]

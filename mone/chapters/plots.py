@@ -54,7 +54,7 @@ def save_png(fig, path, dpi: int) -> None:
   """Writes fig to path as a PNG atomically (a temporary file in the same folder, then os.replace:
   a reader never sees half a figure) and closes it. No version stamp in the file, so it changes
   only with its data; its legibility audit in it (`mone.chapters.legibility`). For the landing
-  step's figures, which `python -m mone.chapters` draws outside a chapter (`experiments.save_figure`
+  step's figures, which `python -m mone.chapters` draws outside a chapter (`chapter.save_figure`
   writes a chapter's)."""
   import os
   from pathlib import Path

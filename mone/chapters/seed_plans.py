@@ -3,13 +3,13 @@ the results: the five-seed plan (`seed_plan`, results/seed_plan.json) with its d
 (`amendment`), and the ten-seed plan (`ten_seed_plan`, results/seed_plan_10.json) that freezes
 every planned claim's definition (`mone.chapters.preregistration`).
 
-The runs each plan adds and the rule by which the chapters read them are `mone.chapters.plan`'s;
+The runs each plan adds and the rule by which the chapters read them are `mone.runs.plan`'s;
 `python -m mone.chapters seed-plan` writes a plan.
 """
 from pathlib import Path
 
-from mone import results
-from mone.chapters import experiments, plan, preregistration
+from mone.chapters import preregistration
+from mone.runs import experiments, plan
 
 
 def seed_plan(chapters: dict[str, list[dict]]) -> dict:
@@ -36,7 +36,7 @@ def seed_plan(chapters: dict[str, list[dict]]) -> dict:
       "rule": ("Every headline run (the image runs of Figures 3, 6 and 7, the temporal and Table 1 runs, "
                "the MatViViT and appearance runs) trains at seeds 3 and 4, so that every trained claim now "
                "decided from 3 paired seeds is decided from 5. The chapters read seeds 3 and 4 only when all "
-               f"{len(plan.extra_runs())} runs have landed (mone.chapters.plan.seeds): no verdict is taken on a "
+               f"{len(plan.extra_runs())} runs have landed (mone.runs.plan.seeds): no verdict is taken on a "
                "subset, and training does not stop on a result."),
       "claims": planned,
       "runs": [{"label": label, "run_file": experiments.run_path(cfg).name} for label, cfg in plan.extra_runs()],
@@ -60,7 +60,7 @@ def ten_seed_plan(chapters: dict[str, list[dict]]) -> dict:
                "same config, only its seed changed, on the CPU (one pinned core per run, float32 matmuls in full "
                "precision), as seeds 3 and 4 did, and commits its run file and its final parameters. The chapters read "
                f"seeds {ten} only when all {len(plan.ten_seed_runs())} runs have been committed "
-               "(mone.chapters.plan.seeds); until then they read seeds 0-4. No run is added or dropped, and training "
+               "(mone.runs.plan.seeds); until then they read seeds 0-4. No run is added or dropped, and training "
                f"does not stop on a result. Every claim below is then decided at {n} paired seeds with the definition "
                "frozen here; make figures fails on a definition that no longer hashes to it unless the change is "
                "recorded as a deviation (mone.chapters.preregistration), and the book then shows this definition's "
@@ -80,15 +80,6 @@ def ten_seed_plan(chapters: dict[str, list[dict]]) -> dict:
   }
 
 
-def trains_on(root) -> str | None:
-  """The device a planned run that has not landed must train on: "cpu" where `root` holds the seed
-  plan with its device amendment (`amendment`: every paired difference the chapters read is between
-  two CPU runs, so a run trained elsewhere would cross devices again), else None, any device (a
-  results folder of one's own, e.g. the whole profile retrained on one GPU)."""
-  path = Path(root) / "seed_plan.json"
-  return "cpu" if path.is_file() and "amendment" in results.read_json(path) else None
-
-
 def amendment(twins_so_far: dict) -> dict:
   """The plan's amendment for the device effect (see `plan.TWINS`), recorded beside the plan it amends,
   with the device twins it was decided on (`devices.summary` of them) and the twins it adds."""
@@ -100,7 +91,7 @@ def amendment(twins_so_far: dict) -> dict:
           "decided_on": twins_so_far,
           "rule": ("Every headline run of seeds 0-2 that trained on a GPU is retrained on the CPU "
                    "(results/device_twins/cpu/). The chapters read those CPU twins in place of the GPU runs, "
-                   "together with seeds 3 and 4, once all of them have landed (mone.chapters.plan.single_device); "
+                   "together with seeds 3 and 4, once all of them have landed (mone.runs.plan.single_device); "
                    "every paired difference is then between two CPU runs. New runs of the profile train on the CPU. "
                    "The device effect is measured on all twins once they have landed (mone.chapters.devices)."),
           "twin_runs": [{"label": label, "run_file": experiments.run_path(cfg).name}

@@ -14,7 +14,8 @@ import numpy as np
 from mone import results
 from mone.bench import micro, timing
 from mone.bench.rows import report_table
-from mone.chapters import experiments, plots
+from mone.chapters import plots
+from mone.runs import experiments
 from mone.configs import profiles
 
 _FULL = dict(variant="S/16", batch=[8, 32], train_batch=[8, 32], reps=7, video="B/16x2")

@@ -1,6 +1,6 @@
 """The runs each figure and table reads, as (label, config) lists per profile and seeds: the image
 runs (`image_runs`: Figures 1, 3, 5a, 6, 7a) and the video runs (`video_runs`: Table 1, Figures 4,
-5b, 7b), in the order the small profile trains them (`mone.chapters.plan` reads them). Each run is
+5b, 7b), in the order the small profile trains them (`mone.runs.plan` reads them). Each run is
 an arm (`mone.configs.arms.Arm`) at a seed, its label made from the arm: every profile asks for the
 same arms, each from its own base configs (`Arm.config`).
 """

@@ -68,7 +68,7 @@ def image_config(profile: str, data_dir: str = "", **overrides) -> schema.TrainC
     base = recipes.smoke()
     overrides = {"steps": 8, "log_every": 4, "checkpoint_every": 8, "num_train": 256,
                  "num_test": 128, **SMOKE_ADAPTIVE, **overrides}
-  elif profile == "small":  # the recalibrated profile: `mone.chapters.plan` lists its runs
+  elif profile == "small":  # the recalibrated profile: `mone.runs.plan` lists its runs
     base = recipes.digits64()
   else:
     base = schema.apply_overrides(recipes.imagenet21k(), {"data_dir": data_dir})

@@ -231,7 +231,7 @@ def test_committed_landing_page_is_generated_from_the_committed_claims():
   five = claims.of_kind(annotated(results.RESULTS / "five_seeds"), "trained")
   assert (results.REPO / "book" / "seed_plan_changes.md").read_text() == pages.changes(three, five), \
       "run `python -m mone.chapters claims book/seed_plan_changes.md --results results/five_seeds --compare results/three_seeds --kind trained`"
-  from mone.chapters import plan
+  from mone.runs import plan
   if not plan.single_device():
     assert claims.load(results.RESULTS / "three_seeds") == claims.load(results.RESULTS), "the chapters still read seeds 0-2: copy results/<chapter>/claims.json into results/three_seeds/"
   if not plan.ten_seeds_landed():

@@ -73,7 +73,8 @@ def test_no_comparison_the_chapters_read_crosses_devices():
   """Every run the chapters read (a GPU-trained run read as its CPU twin) trained on the CPU, but
   Figure 6's study arms whose CPU twins have not landed yet (`plan.study_twin_runs`)."""
   from mone import results
-  from mone.chapters import experiments, headlines, plan
+  from mone.chapters import headlines
+  from mone.runs import experiments, plan
   pending = {experiments.run_path(cfg).name for _, cfg in plan.study_twin_runs()
              if not plan.twin_path(experiments.run_path(cfg)).exists()}
   crossing = [f"{label}, seed {seed}: {results.trained_where(m)}" for label, seed, m in headlines.landed()

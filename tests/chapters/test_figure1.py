@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mone import results
-from mone.chapters import chapter, experiments, figure1, routers
+from mone.chapters import chapter, figure1, routers
+from mone.runs import experiments
 from mone.configs import profiles
 
 

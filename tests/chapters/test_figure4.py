@@ -3,7 +3,8 @@ built here: the SSv2 FLOP counts, the per-task comparisons, and whether the temp
 separates the nested widths."""
 import pytest
 
-from mone.chapters import calibration, experiments, figure4
+from mone.chapters import calibration, figure4
+from mone.runs import experiments
 
 
 def _point(gflops, acc, e_c=None, width=None, learned=True):

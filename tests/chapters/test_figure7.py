@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from mone import results
-from mone.chapters import chapter, experiments, figure7
+from mone.chapters import chapter, figure7
+from mone.runs import experiments
 from mone.configs import profiles
 
 

@@ -4,7 +4,8 @@ import dataclasses
 import math
 
 from mone import results
-from mone.chapters import cli, experiments, headlines, plan
+from mone.chapters import cli, headlines
+from mone.runs import experiments, plan
 from mone.configs import figures, profiles
 
 

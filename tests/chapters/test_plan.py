@@ -1,11 +1,12 @@
-"""The recalibrated small profile's run plan (`mone.chapters.plan`)."""
+"""The recalibrated small profile's run plan (`mone.runs.plan`)."""
 import collections
 import dataclasses
 
 import pytest
 
 from mone import capacity, results
-from mone.chapters import devices, experiments, plan, run_times, seed_plans
+from mone.chapters import seed_plans
+from mone.runs import experiments, plan, run_times
 from mone.configs import figures, profiles
 pass
 
@@ -269,14 +270,14 @@ def test_device_table_counts_runs_hours_and_jax_versions_per_device():
   pinned = {"device": {**cpu["device"], "cores_used": 1}}
   assert results.device_name(pinned) == "cpu, 1 of 2 cores"  # a --pin-cores worker's run
   assert results.device_name({"device": {**cpu["device"], "cores_used": 2}}) == "cpu, 2 cores"
-  rows = devices.device_table(finished).splitlines()
+  rows = run_times.device_table(finished).splitlines()
   assert rows[2:] == ["| NVIDIA H200 | 3 | 0.1 | 0.11.2, 0.11.3 |", "| cpu, 2 cores | 2 | 2.0 | 0.10.2 |"]
-  assert devices.device_table([]) == "No run has finished yet.\n"
+  assert run_times.device_table([]) == "No run has finished yet.\n"
   # A run resumed on another device is its own row, named by every device of its trained_on.
   resumed = {**cpu, "wall_time_s": 3600.0, "trained_on": [{"device": gpu["device"], "from_step": 0, "to_step": 10},
                                                           {"device": pinned["device"], "from_step": 10, "to_step": 20}]}
   assert results.trained_where(resumed) == "NVIDIA H200 then cpu, 1 of 2 cores"
-  assert "| NVIDIA H200 then cpu, 1 of 2 cores | 1 | 1.0 | 0.10.2 |" in devices.device_table(finished + [resumed])
+  assert "| NVIDIA H200 then cpu, 1 of 2 cores | 1 | 1.0 | 0.10.2 |" in run_times.device_table(finished + [resumed])
 
 
 def test_another_profile_asks_for_the_same_runs_with_its_own_configs():

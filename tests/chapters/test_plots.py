@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from mone.chapters import (calibration, claim_plots, claims, comparisons, experiments, legibility, plots, router_plots,  # noqa: E402
+from mone.chapters import (calibration, chapter, claim_plots, claims, comparisons, legibility, plots, router_plots,  # noqa: E402
                            speed, speed_investigations, stats, verdicts)
 
 # A warning on a chapter's page is a bug (test_book.py): the figures must draw without one.
@@ -368,7 +368,7 @@ def test_overlap_and_expert_share_bars_are_in_the_routers_and_seeds_colours():
 def test_a_figure_is_written_under_its_chapters_folder(tmp_path, monkeypatch):
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path))
   fig = plots.accuracy_flops_figure(_figure3_seeds(), {"a": "A"}, "ViT")
-  paths = experiments.save_figure(fig, "03_figure3_images", "figure3")
+  paths = chapter.save_figure(fig, "03_figure3_images", "figure3")
   assert paths == [tmp_path / "03_figure3_images" / "figure3.png", tmp_path / "03_figure3_images" / "figure3.svg"]
   assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in paths[1].read_bytes()[:1000]
 
@@ -545,7 +545,7 @@ def _capacity_figure_bytes(root, dist, monkeypatch) -> list[bytes]:
   monkeypatch.setenv("MONE_RESULTS_DIR", str(root))
   grid = np.round(np.arange(0.15, 1.0001, 0.05), 2)
   fig = plots.capacity_distribution_figure(grid, dist, ["D/8", "D/4", "D/2", "D"])
-  paths = experiments.save_figure(fig, "02_table1_capacity", "distributions")
+  paths = chapter.save_figure(fig, "02_table1_capacity", "distributions")
   plt.close(fig)
   return [p.read_bytes() for p in paths]
 

@@ -1,9 +1,10 @@
-"""mone.chapters.recalibration: the next profile's calibration, frozen before its runs; its rules on
+"""mone.runs.recalibration: the next profile's calibration, frozen before its runs; its rules on
 made-up learning curves, and the order in which candidates and stages train."""
 import pytest
 
 from mone import results
-from mone.chapters import plan, recalibration as rc
+from mone.runs import recalibration as rc
+from mone.runs import plan
 from mone.configs import arms
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from mone import results
-from mone.chapters import experiments, plan, stats, table1, verdicts
+from mone.chapters import stats, table1, verdicts
+from mone.runs import experiments, plan
 from mone.configs import profiles
 
 

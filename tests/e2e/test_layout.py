@@ -56,3 +56,23 @@ def test_notebooks_are_thin(name):
 
 def test_notebooks_decide_no_claim():
   assert layout.notebook_decisions() == []
+
+
+def test_training_imports_no_chapter_code():
+  # The queue trains from the run plan (mone.runs) and the training stack alone: a change to the
+  # book's analysis cannot stop or slow a training run, and training needs none of its dependencies.
+  assert layout.below_chapters() == {}
+
+
+def test_the_chapter_reach_finder_sees_a_path_through_another_module(tmp_path):
+  # The check above must be able to fail: training code reaching a chapter through a module between.
+  for d in ("mone", "mone/chapters", "mone/runs", "scripts"):
+    (tmp_path / d).mkdir()
+    if d != "scripts":
+      (tmp_path / d / "__init__.py").write_text("")
+  (tmp_path / "mone" / "chapters" / "pages.py").write_text("")
+  (tmp_path / "mone" / "runs" / "plan.py").write_text("from mone.chapters import pages\n")
+  (tmp_path / "scripts" / "train_queue.py").write_text("from mone.runs import plan\n")
+  (tmp_path / "scripts" / "train_run.py").write_text("import mone.runs\n")
+  assert layout.below_chapters(tmp_path) == {"mone.runs.plan": ["mone.chapters", "mone.chapters.pages"],
+                                             "scripts/train_queue.py": ["mone.chapters", "mone.chapters.pages"]}

@@ -34,7 +34,7 @@ def test_notebook_follows_the_house_layout(notebook):
     assert name in params[0].source
   assert all(not c.get("outputs") for c in cells if c.cell_type == "code"), "commit sources without outputs"
   code = "\n".join(c.source for c in cells if c.cell_type == "code")
-  assert "experiments.save_metrics(" in code
+  assert "chapter.save_metrics(" in code
   # One setup call checks the parameters and the profile before anything is trained or measured.
   setup = code.find(f'ch = chapter.setup(globals(), "{notebook.stem}")')
   work = [i for i in (code.find("experiments.run("), code.find("headlines.landed("), code.find("speed.measured("),

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from mone import results
-from mone.chapters import recalibration
+from mone.runs import plan, recalibration
 from mone.train import loop
 
 _spec = importlib.util.spec_from_file_location("train_queue", results.REPO / "scripts" / "train_queue.py")
@@ -19,7 +19,6 @@ _spec.loader.exec_module(train_queue)
 
 def _two_runs(tmp_path, monkeypatch):
   """Two of the plan's runs, with run files and checkpoints under tmp_path."""
-  from mone.chapters import plan
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   (tmp_path / "results" / "runs").mkdir(parents=True)
@@ -27,7 +26,7 @@ def _two_runs(tmp_path, monkeypatch):
 
 
 def test_a_run_is_held_by_one_process_until_it_closes_its_lock_or_dies(tmp_path, monkeypatch):
-  from mone.chapters import experiments
+  from mone.runs import experiments
   (_, cfg), _ = _two_runs(tmp_path, monkeypatch)
   lock = train_queue.claim(cfg)
   assert lock is not None and train_queue.claim(cfg) is None  # a second open file of the same run: refused
@@ -52,7 +51,7 @@ def test_a_run_is_held_by_one_process_until_it_closes_its_lock_or_dies(tmp_path,
 
 
 def test_a_worker_takes_the_first_run_neither_finished_nor_held(tmp_path, monkeypatch):
-  from mone.chapters import experiments
+  from mone.runs import experiments
   runs = _two_runs(tmp_path, monkeypatch)
   first, second = runs
   held = train_queue.claim(first[1])  # another worker trains the first run
@@ -103,7 +102,7 @@ def test_a_queue_with_too_little_time_trains_nothing_and_says_why(tmp_path, monk
   with caplog.at_level("INFO"):
     train_queue.main()
   assert not list((tmp_path / "results").rglob("*.json")) and not (tmp_path / "cache").exists()
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   n = sum("digits64-vit-" in experiments.run_path(cfg).name for _, cfg in plan.runs())
   stops = [r.getMessage() for r in caplog.records if "queue stops" in r.getMessage()]
   assert n > 0 and stops == [f"queue stops: {n} of {n} runs left, {n} of them too long for the 2.0 h left "
@@ -117,7 +116,7 @@ def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_
 
 
 def test_longest_first_resumes_the_runs_with_a_checkpoint_before_the_others(tmp_path, monkeypatch):
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path))
   cfgs = [cfg for _, cfg in plan.runs()[:3]]
   (experiments.workdir(cfgs[0]) / "checkpoints" / "8000.orbax-checkpoint-tmp-17").mkdir(parents=True)  # unfinished
@@ -171,7 +170,7 @@ def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(mon
 def test_workers_start_as_processes_and_skip_finished_runs(order, tmp_path):
   """--workers 2 starts two processes that read the plan and train nothing when every selected run
   has its run file, in either order."""
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   selected = [cfg for _, cfg in plan.runs() if "digits64-vit-" in experiments.run_path(cfg).name]
   (tmp_path / "runs").mkdir()
   for cfg in selected:
@@ -187,7 +186,7 @@ def test_workers_start_as_processes_and_skip_finished_runs(order, tmp_path):
 def test_every_worker_keeps_the_queues_deadline(tmp_path):
   """--finish-within reaches the workers as one deadline: with no finished run to time the runs by,
   neither starts one, and each says why."""
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   n = sum("digits64-vit-" in experiments.run_path(cfg).name for _, cfg in plan.runs())
   env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path / "results"), "MONE_CACHE_DIR": str(tmp_path / "cache")}
   out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--only", "digits64-vit-",
@@ -236,7 +235,7 @@ def test_a_worker_slot_starts_a_process_per_run_and_again_after_a_crash(statuses
 def test_a_worker_stops_after_its_one_run_with_the_status_that_starts_the_next(tmp_path, monkeypatch):
   """A worker the queue started (--worker) trains one run and says more may be left (ONE_RUN_DONE);
   one that finds none left ends with 0 (`supervise` then stops its slot)."""
-  from mone.chapters import experiments
+  from mone.runs import experiments
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   trained = []
@@ -253,7 +252,6 @@ def test_a_worker_stops_after_its_one_run_with_the_status_that_starts_the_next(t
   with pytest.raises(SystemExit) as exit_info:
     train_queue.main()
   assert exit_info.value.code == ONE and len(trained) == 1
-  from mone.chapters import plan
   for _, cfg in plan.runs():  # every other run finished meanwhile
     if "digits64-vit-" in experiments.run_path(cfg).name:
       experiments.run_path(cfg).write_text("{}")
@@ -293,7 +291,7 @@ def test_a_pinned_worker_runs_on_its_core_alone():
 
 
 def test_twins_lists_the_cpu_twins_of_the_gpu_trained_runs_from_the_committed_files():
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   out = subprocess.run([sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--twins", "--list"],
                        capture_output=True, text=True, timeout=300)
   assert out.returncode == 0, out.stderr
@@ -342,8 +340,7 @@ def _fake_gpu(monkeypatch, argv, environ=None):
 
 
 def test_the_repositorys_seed_plan_trains_on_the_cpu_not_on_a_gpu(monkeypatch, capsys):
-  from mone.chapters import seed_plans
-  assert seed_plans.trains_on(results.RESULTS) == "cpu"  # the committed plan has its device amendment
+  assert plan.trains_on(results.RESULTS) == "cpu"  # the committed plan has its device amendment
   for argv in (["--only", "digits64-"], ["--twins"]):
     started = _fake_gpu(monkeypatch, argv)
     with pytest.raises(SystemExit) as exit_info:
@@ -359,12 +356,11 @@ def test_the_repositorys_seed_plan_trains_on_the_cpu_not_on_a_gpu(monkeypatch, c
 
 
 def test_the_plan_names_its_device_only_where_its_amendment_is(tmp_path):
-  from mone.chapters import seed_plans
-  assert seed_plans.trains_on(tmp_path) is None  # a results folder of one's own: any device
+  assert plan.trains_on(tmp_path) is None  # a results folder of one's own: any device
   results.atomic_write_json(tmp_path / "seed_plan.json", {"seeds": [0, 1, 2, 3, 4]})
-  assert seed_plans.trains_on(tmp_path) is None
+  assert plan.trains_on(tmp_path) is None
   results.atomic_write_json(tmp_path / "seed_plan.json", {"seeds": [0, 1, 2, 3, 4], "amendment": {}})
-  assert seed_plans.trains_on(tmp_path) == "cpu"
+  assert plan.trains_on(tmp_path) == "cpu"
 
 
 @pytest.mark.parametrize("how", ["allow-gpu", "own results"])
@@ -399,7 +395,7 @@ def test_an_unknown_matmul_precision_stops_the_queue_in_one_line(monkeypatch, ca
 
 def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(tmp_path, monkeypatch):
   # MoD trained on GPUs only; its CPU twins are the only CPU runs that time it.
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   from mone.train import steps
   mod = [cfg for label, cfg in plan.runs() if label.startswith("MoD, seed ")]
   env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path), "MONE_CACHE_DIR": str(tmp_path / "cache")}
@@ -429,7 +425,6 @@ def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(
 
 
 def test_the_log_shows_no_accuracy_of_a_run_the_ten_seed_plan_reads_all_together(tmp_path, caplog):
-  from mone.chapters import plan
   from mone.train import loop
   ten, first = plan.ten_seed_runs()[0][1], plan.runs()[0][1]
   assert plan.keeps_weights(ten) and not plan.keeps_weights(first)
@@ -451,7 +446,7 @@ def test_the_log_shows_no_accuracy_of_a_run_the_ten_seed_plan_reads_all_together
 
 def test_park_packs_each_unfinished_runs_checkpoint_for_the_next_machine(tmp_path, monkeypatch, capsys):
   import shutil
-  from mone.chapters import experiments, plan
+  from mone.runs import experiments, plan
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   cfgs = [cfg for _, cfg in plan.runs()[:3]]
@@ -469,7 +464,7 @@ def test_park_packs_each_unfinished_runs_checkpoint_for_the_next_machine(tmp_pat
 
 def test_a_calibration_worker_logs_no_test_accuracy(tmp_path, monkeypatch, caplog):
   """The calibration's rules read validation accuracy alone: its queue's log shows no test accuracy."""
-  from mone.chapters import experiments
+  from mone.runs import experiments
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   run = recalibration.pending()[0]

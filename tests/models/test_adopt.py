@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mone import results
-from mone.chapters import experiments
+from mone.runs import experiments
 from mone.configs import recipes, schema
 
 _spec = importlib.util.spec_from_file_location("adopt_run", results.REPO / "scripts" / "adopt_run.py")

@@ -257,7 +257,7 @@ def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_pa
   """A fresh clone has the committed run file but no checkpoint: the weights are retrained,
   and if they differ from the run file's (another device), the notebook output says so."""
   from mone import results
-  from mone.chapters import experiments
+  from mone.runs import experiments
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   cfg = tiny(kind="vit")
@@ -284,7 +284,8 @@ def test_committed_router_weights_give_the_trained_routers_outputs_without_retra
   exactly, and once the file exists no checkpoint (and no training) is needed."""
   import numpy as np
 
-  from mone.chapters import experiments, routers
+  from mone.chapters import routers
+  from mone.runs import experiments
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
   cfg = make()
@@ -319,7 +320,7 @@ def test_stored_params_keep_a_whole_trained_model(tmp_path, monkeypatch):
 
   import numpy as np
 
-  from mone.chapters import experiments
+  from mone.runs import experiments
   from mone.data import sources
   from mone.train import evaluation
   monkeypatch.setenv("MONE_RESULTS_DIR", str(tmp_path / "results"))

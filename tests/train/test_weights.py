@@ -3,7 +3,7 @@ that a later analysis evaluates it without retraining: read back, they give the 
 import pytest
 
 from mone import results
-from mone.chapters import experiments, plan
+from mone.runs import experiments, plan
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""What the notebooks call: profiles, a cache of finished runs, and figure output.
+"""A run and its files, as the notebooks and the queue ask for them: the notebooks' parameters, a cache of
+finished runs, checkpoints and committed weights (a chapter's figures and metrics: `mone.chapters.chapter`).
 
 A notebook asks for a `TrainConfig` per curve point and calls `run(cfg)`. A run whose
 config hash already has a metrics file under `results/runs/` is reused (unless
@@ -17,7 +18,6 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.chapters import legibility
 from mone.models import kinds
 from mone.configs import profiles, schema
 
@@ -147,30 +147,3 @@ def router_params(cfg: schema.TrainConfig, recompute: bool = False, read=None) -
     raise ValueError(f"router_params is for a MoNE run whose first router is before layer 0; got kind="
                      f"{cfg.kind!r}, router_layers={getattr(cfg.model, 'router_layers', None)}")
   return stored_params(cfg, ROUTER_INPUTS, recompute, read)
-
-
-def save_figure(fig, notebook: str, name: str) -> list[Path]:
-  """Writes fig as PNG and SVG under results/<notebook>/ and returns the paths."""
-  import matplotlib
-  out = results_root() / notebook
-  out.mkdir(parents=True, exist_ok=True)
-  paths = []
-  for ext in ("png", "svg"):
-    p = out / f"{name}.{ext}"
-    tmp = p.with_suffix(f".tmp.{ext}")
-    if ext == "png":  # with its legibility audit, read where a page shows it (scripts/check_book.py)
-      tmp.write_bytes(legibility.png(fig, 150)[0])
-    else:  # a fixed hash salt makes the SVG's element ids, and so the file, the same on every run
-      with matplotlib.rc_context({"svg.hashsalt": "mone"}):
-        fig.savefig(tmp, dpi=150, bbox_inches="tight", metadata={"Date": None})
-    os.replace(tmp, p)
-    paths.append(p)
-  return paths
-
-
-def save_metrics(obj: dict, notebook: str, name: str = "metrics") -> Path:
-  """Writes obj, plus the package versions and device, to results/<notebook>/<name>.json.
-  (Each training run's own file under results/runs/ records its seed and config hash.)"""
-  path = results_root() / notebook / f"{name}.json"
-  results.atomic_write_json(path, {**obj, "provenance": results.provenance()})
-  return path

@@ -47,3 +47,22 @@ def recompute_seconds(runs, finished: list[dict]) -> dict:
     else:
       out["runs_unknown"] += 1
   return out
+
+
+def device_table(finished: list[dict]) -> str:
+  """A Markdown table of where the finished runs were trained (`results.trained_where`: a run
+  resumed on another device is its own row, 'H100 then cpu'): per device, the number of runs,
+  their wall time in hours (as recorded: runs resumed by older code count their last part only)
+  and the JAX versions, so a reader sees which comparisons cross devices."""
+  if not finished:
+    return "No run has finished yet.\n"
+  rows = {}
+  for m in finished:
+    r = rows.setdefault(results.trained_where(m), {"runs": 0, "seconds": 0.0, "jax": set()})
+    r["runs"] += 1
+    r["seconds"] += m.get("wall_time_s") or 0.0
+    r["jax"].add(m.get("versions", {}).get("jax", "?"))
+  lines = ["| device | runs | wall time (h) | JAX |", "|---|---|---|---|"]
+  lines += [f"| {name} | {r['runs']} | {r['seconds'] / 3600:.1f} | {', '.join(sorted(r['jax']))} |"
+            for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["runs"])]
+  return "\n".join(lines) + "\n"

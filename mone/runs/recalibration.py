@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import experiments
+from mone.runs import experiments
 from mone.configs import arms, schema
 
 FIXED_ON = "2026-12-05"  # written and committed before any calibration run trained
@@ -145,7 +145,7 @@ def write(root=None) -> bool:
   doc = document()
   if path.exists():
     if results.read_json(path) != doc:
-      raise ValueError(f"{path} is frozen and differs from mone.chapters.recalibration.document(); "
+      raise ValueError(f"{path} is frozen and differs from mone.runs.recalibration.document(); "
                        "a changed calibration is a new file, its runs and verdicts beside this one's")
     return False
   results.atomic_write_json(path, doc)

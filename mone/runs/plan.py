@@ -10,13 +10,13 @@ costliest (isoFLOPs) at the very end.
 
 The configs are those the chapters ask for (`profiles.image_config('small')`, `video_config('small',
 task)`; a test checks that they agree). The seed plans, as written before their runs trained, are
-`mone.chapters.seed_plans`; how long the runs take, `mone.chapters.run_times`.
+`mone.chapters.seed_plans`; how long the runs take, `mone.runs.run_times`.
 """
 import functools
 from pathlib import Path
 
 from mone import capacity, results
-from mone.chapters import experiments
+from mone.runs import experiments
 from mone.models import kinds
 from mone.configs import figures, profiles, schema
 from mone.configs.arms import Arm
@@ -137,11 +137,11 @@ def progress_note(p: dict) -> str:
       (nl, npl), ten = p["ten"], f"{SEEDS_TO_TEN[0]}-{SEEDS_TO_TEN[-1]}"
       out += (f" {nl} of the {npl} runs of seeds {ten} (`results/seed_plan_10.json`, fixed before any of them trained) "
               + ("have been committed: the chapters decide every planned claim at 10 seeds." if nl == npl else
-                 "have been committed; the chapters read them only once all have (`mone.chapters.plan.seeds`)."))
+                 "have been committed; the chapters read them only once all have (`mone.runs.plan.seeds`)."))
     return out
   return (f"{tl} of {tp} CPU twins and {el} of {ep} runs of seeds {seeds} have been committed. Until all have, the chapters read "
           f"seeds {SEEDS[0]}-{SEEDS[-1]} as they trained, GPU runs included; then the twins replace their GPU originals and "
-          f"every planned claim is decided at {len(SEEDS + EXTRA_SEEDS)} seeds on one device (`mone.chapters.plan.seeds`, "
+          f"every planned claim is decided at {len(SEEDS + EXTRA_SEEDS)} seeds on one device (`mone.runs.plan.seeds`, "
           "fixed in `results/seed_plan.json` before any of those runs trained).")
 
 
@@ -232,3 +232,12 @@ def _runs() -> tuple:
   first = lambda r: r.arm in CALIBRATION and r[1].seed == 0
   return tuple([r for r in videos if first(r)] + figures.image_runs(seeds=every) + [r for r in videos if not first(r)]
                + ten_seed_runs())
+
+
+def trains_on(root) -> str | None:
+  """The device a planned run that has not landed must train on: "cpu" where `root` holds the seed
+  plan with its device amendment (`mone.chapters.seed_plans.amendment`: every paired difference the chapters read is between
+  two CPU runs, so a run trained elsewhere would cross devices again), else None, any device (a
+  results folder of one's own, e.g. the whole profile retrained on one GPU)."""
+  path = Path(root) / "seed_plan.json"
+  return "cpu" if path.is_file() and "amendment" in results.read_json(path) else None
