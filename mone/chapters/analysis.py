@@ -4,8 +4,8 @@
   `mone_config`, which evaluates each run on the same grid of inference capacities, so the
   run at e_c=0.4 is trained once and reused (through `mone.runs.experiments.run`'s cache) by
   Figures 1, 3, 5 and 7.
-* Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points, `seed_study` runs
-  over seeds into means, and `adaptation_summary` Fig. 5's curves into drops. (Claims and their
+* Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points, `mean_curves`
+  averages them over seeds, and `adaptation_summary` Fig. 5's curves into drops. (Claims and their
   verdicts: `mone.chapters.claims`; what trained routers do: `mone.chapters.routers`.)
 """
 import csv
@@ -41,24 +41,6 @@ def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
            "adaptive": cfg["adaptive"], "iso_flops": cfg["iso_flops"], "e_c": ev["e_c"],
            "width_index": ev["width_index"], "gflops": ev["gflops"],
            "accuracy_pct": 100.0 * ev["accuracy"], "learned": learned} for ev in evals]
-
-
-def seed_study(runs: dict, seeds, details: bool = False) -> dict:
-  """Per label, the runs of one model over `seeds` (run metrics, in seed order) summarised:
-  seeds, accuracy_pct per seed, their mean and spread (max - min), and the model's GFLOPs.
-  details adds, per seed, the step the run left the loss plateau, its wall time in minutes and
-  its device."""
-  out = {}
-  for label, ms in runs.items():
-    pts = [points(m)[0] for m in ms]
-    acc = [p["accuracy_pct"] for p in pts]
-    out[label] = {"seeds": list(seeds), "accuracy_pct": acc, "mean": sum(acc) / len(acc)}
-    if details:
-      out[label].update(gflops=pts[0]["gflops"], left_plateau_at_step=[plateau_exit(m) for m in ms],
-                        wall_minutes=[m["wall_time_s"] / 60 for m in ms], device=[m["device"]["kind"] for m in ms])
-    else:
-      out[label].update(spread=max(acc) - min(acc), gflops=pts[0]["gflops"])
-  return out
 
 
 def mean_curves(by_seed: dict) -> dict:

@@ -14,7 +14,9 @@ the claims' `mone.chapters.claim_plots`.
 import numbers
 import textwrap
 
+from mone import capacity
 from mone.chapters import legibility
+from mone.configs.arms import ALLOCATION_NAMES, Arm
 from mone.models import kinds
 
 _UNITS = ((1.0, "GFLOPs"), (1e-3, "MFLOPs"), (1e-6, "kFLOPs"))
@@ -40,7 +42,7 @@ MODEL_COLORS = {
 KIND_NAMES = {name: kinds.KINDS[name, False].label for name in kinds.NAMES}
 # Other names the chapters give these models: run kinds, chapter 07's routers, Figure 5's adaptive model.
 _ALIASES = {**KIND_NAMES, "learned router": "MoNE", "random router": "MoNE, random router",
-            "MoNE adaptive, isoFLOPs": "MoNE adaptive", "Train Adaptive": "MoNE adaptive"}
+            "Train Adaptive": "MoNE adaptive"}
 # How far seed s's colour is mixed towards white (seed s % 5): seed 0 in the model's own colour.
 SEED_SHADES = (0.0, 0.3, 0.5, 0.65, 0.78)
 # One colour per seed (seed s % 10), where a figure draws more seeds of one model than it has shades
@@ -74,21 +76,32 @@ def theme():
   sns.set_theme(**THEME)
 
 
-def model_color(label: str) -> str:
-  """The colour of the model a label names (`MODEL_COLORS`): a model ('MatViT'), a run kind
-  ('mone'), or a chapter's run label ('temporal: MoNE e_c=0.3', 'MoNE e_c=0.3, random router',
-  'Table 1: Greedy e_c=0.4'), whose task prefix and capacity are not the model."""
-  name = label.rpartition(": ")[2]
-  name = _ALIASES.get(name, name)
+def model_color(model) -> str:
+  """The colour of a model (`MODEL_COLORS`): its name in the book ('MatViT', 'Greedy'), a run kind
+  ('mone'), another name a chapter gives it (`_ALIASES`: 'random router'), or an `Arm`, whose fields
+  say which model it is (a Table 1 allocation, a random router, isoFLOPs or adaptive training, else its
+  kind). A run's label is never read back: pass its arm."""
+  if isinstance(model, Arm):
+    model = _arm_model(model)
+  name = _ALIASES.get(model, model)
   if name in MODEL_COLORS:
     return MODEL_COLORS[name]
-  for suffix, model in ((", random router", "MoNE, random router"), (", isoFLOPs", "MoNE-isoFLOPs")):
-    if name.endswith(suffix):
-      return MODEL_COLORS[model]
-  base = name.partition(" e_c=")[0]  # 'MoNE e_c=0.3, 2 routers' is MoNE
-  if base in MODEL_COLORS:
-    return MODEL_COLORS[base]
-  raise ValueError(f"label must name a model of MODEL_COLORS (or a run kind or run label of one), got {label!r}")
+  raise ValueError(f"model must be a model of MODEL_COLORS, a run kind, one of {sorted(set(_ALIASES) - set(KIND_NAMES))} "
+                   f"or an Arm, got {model!r}")
+
+
+def _arm_model(arm: Arm) -> str:
+  """The `MODEL_COLORS` model an arm trains, from its fields."""
+  if arm.allocation != capacity.EQ3:
+    return ALLOCATION_NAMES[arm.allocation]
+  label = arm.model_kind.label
+  if not arm.model_kind.routed:
+    return label
+  if arm.router == "random":
+    return f"{label}, random router"
+  if arm.adaptive:
+    return f"{label} adaptive"
+  return f"{label}-isoFLOPs" if arm.iso_flops else label
 
 
 def _mix(color, towards, amount: float) -> tuple:
@@ -217,22 +230,6 @@ def _seeds_and_mean(ax, df, cat: str, value: str, order, palette: dict, horizont
   sns.pointplot(df, **xy, order=order, hue=cat, hue_order=order, palette=palette, estimator="mean", errorbar=None,
                 markers="|" if horizontal else "_", markersize=mean_size, markeredgewidth=2.5, linestyles="none",
                 legend=False, ax=ax)
-
-
-def seeds_figure(study: dict, title: str):
-  """Each model of a seed study (`analysis.seed_study`) on its own row: its seeds' accuracies
-  (dots) and their mean (bar), in the model's colour, so that the spread behind each mean is
-  visible."""
-  import matplotlib.pyplot as plt
-  import pandas as pd
-  theme()
-  df = pd.DataFrame([{"model": label, "accuracy_pct": a} for label, r in study.items() for a in r["accuracy_pct"]])
-  fig, ax = plt.subplots(figsize=(6.4, 0.6 * len(study) + 1.2))
-  _seeds_and_mean(ax, df, "model", "accuracy_pct", list(study), {k: model_color(k) for k in study}, horizontal=True, mean_size=18)
-  ax.set_yticks(range(len(study)), [f"{k}\n({v['gflops'] * 1e3:.1f} MFLOPs)" for k, v in study.items()], fontsize=8)
-  ax.set(xlabel="top-1 accuracy (%)", ylabel="", title=title)
-  fig.tight_layout()
-  return fig
 
 
 # Eq. 3's SLSQP capacities differ by up to 5e-9 between OPENBLAS_CORETYPE values on one machine;

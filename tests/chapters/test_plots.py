@@ -11,6 +11,7 @@ from matplotlib.colors import to_rgb  # noqa: E402
 
 from mone.chapters import (calibration, chapter, claim_plots, claims, comparisons, legibility, plots, router_plots,  # noqa: E402
                            speed, speed_investigations, stats, verdicts)
+from mone.configs.arms import Arm  # noqa: E402
 
 # A warning on a chapter's page is a bug (test_book.py): the figures must draw without one.
 pytestmark = pytest.mark.filterwarnings("error")
@@ -71,21 +72,26 @@ def test_theme_sets_the_books_style():
 
 def test_every_model_has_one_colour_whatever_a_chapter_calls_it():
   c = plots.MODEL_COLORS
-  assert plots.model_color("temporal: MoNE e_c=0.3") == plots.model_color("mone") == plots.model_color("learned router") == c["MoNE"]
-  assert plots.model_color("MoNE e_c=0.3, 2 routers") == c["MoNE"]
-  assert plots.model_color("MoNE e_c=0.3, random router") == plots.model_color("random router") == c["MoNE, random router"]
-  assert plots.model_color("MoNE e_c=0.2, isoFLOPs") == c["MoNE-isoFLOPs"]
-  assert plots.model_color("temporal: MoNE adaptive, isoFLOPs") == plots.model_color("Train Adaptive") == c["MoNE adaptive"]
-  assert plots.model_color("Table 1: MoD Greedy e_c=0.4") == c["MoD Greedy"] and plots.model_color("Table 1: Greedy e_c=0.4") == c["Greedy"]
-  assert plots.model_color("vit") == plots.model_color("appearance: ViViT") == c["ViT"] == c["ViViT"]
-  assert plots.model_color("matvit") == c["MatViT"] == c["MatViViT"]
+  assert plots.model_color(Arm("temporal", "mone", 0.3)) == plots.model_color("mone") == plots.model_color("learned router") == c["MoNE"]
+  assert plots.model_color(Arm("image", "mone", 0.3, num_routers=2)) == plots.model_color(Arm("image", "mone", 0.3, router_layer=2)) == c["MoNE"]
+  assert plots.model_color(Arm("image", "mone", 0.3, router="random")) == plots.model_color("random router") == c["MoNE, random router"]
+  assert plots.model_color(Arm("image", "mone", 0.2, iso_flops=True)) == c["MoNE-isoFLOPs"]
+  assert plots.model_color(Arm("temporal", "mone", adaptive=True, iso_flops=True)) == plots.model_color("Train Adaptive") == c["MoNE adaptive"]
+  assert plots.model_color(Arm("temporal", "mone", 0.4, allocation="mod_greedy")) == c["MoD Greedy"]
+  assert plots.model_color(Arm("temporal", "mone", 0.4, allocation="greedy")) == c["Greedy"]
+  assert plots.model_color(Arm("temporal", "mone", allocation="uniform")) == c["Uniform"]
+  assert plots.model_color("vit") == plots.model_color(Arm("appearance", "vit")) == c["ViT"] == c["ViViT"]
+  assert plots.model_color("matvit") == plots.model_color(Arm("temporal", "matvit")) == c["MatViT"] == c["MatViViT"]
+  assert plots.model_color(Arm("image", "mod")) == c["MoD"]
   # the models one figure compares are told apart
   compared = ["ViT", "MatViT", "MoNE", "MoD", "MoNE-isoFLOPs", "MoNE adaptive", "MoNE, random router", "random (expected)"]
   assert len({c[m] for m in compared}) == len(compared)
   table1 = ["Proportionate", "Uniform", "Greedy", "MoD Greedy", "MoNE"]
   assert len({c[m] for m in table1}) == len(table1)
-  with pytest.raises(ValueError, match="label must name a model"):
+  with pytest.raises(ValueError, match="model must be a model of MODEL_COLORS, a run kind, .* or an Arm, got 'ResNet-50'"):
     plots.model_color("ResNet-50")
+  with pytest.raises(ValueError, match="got 'temporal: MoNE e_c=0.3'"):
+    plots.model_color("temporal: MoNE e_c=0.3")  # a label is not read back: its arm says which model it is
 
 
 def test_seed_shades_and_capacity_colours():
@@ -202,15 +208,7 @@ def test_accuracy_flops_figure_draws_each_model_in_its_colour_with_the_seeds_ran
   assert any(l.get_linestyle() == ":" and l.get_ydata()[0] == pytest.approx(71) for l in b.get_lines())  # the dense mean
 
 
-def test_seeds_and_table1_figures_draw_every_seed_and_the_mean_in_the_models_colour():
-  study = {"ViT": {"accuracy_pct": [60, 62, 61], "mean": 61, "gflops": 0.02},
-           "MoNE e_c=0.4": {"accuracy_pct": [59, 63, 60], "mean": 60.67, "gflops": 0.01}}
-  ax = plots.seeds_figure(study, "t").axes[0]
-  for y, (label, r) in enumerate(study.items()):
-    color = plots.model_color(label)
-    assert _dots(ax, color) == sorted((a, y) for a in r["accuracy_pct"])
-    (mean,) = [l for l in ax.get_lines() if l.get_marker() == "|" and _rgb(l.get_color()) == _rgb(color)]
-    assert np.nanmax(mean.get_xdata()) == pytest.approx(np.mean(r["accuracy_pct"]))
+def test_table1_figure_draws_every_seed_and_the_mean_in_the_models_colour():
   rows = [{"arm": arm, "model": model, "seed": s, "accuracy_pct": acc}
           for arm, model, accs in (("Uniform\ne_c=0.47", "Uniform", (60, 61)), ("MoNE\ne_c=0.30", "MoNE", (62, 64, 63)),
                                    ("MoNE\ne_c=0.40", "MoNE", (65,))) for s, acc in enumerate(accs)]
