@@ -178,7 +178,7 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
   gflop = 3 * steps.train_step_gflops(cfg) * cfg.batch_size  # forward + backward, as train_gflops counts
   outside = timed.outside()
   train_s = step_s * timed.total_steps
-  kind = kinds.kind_of(cfg)
+  kind = cfg.model_kind
   return {
       "arm": timed.arm.name, "overrides": list(timed.arm.overrides), "recipe": cfg.name, "kind": cfg.kind, "label": kind.label,
       "e_c": kind.recorded_e_c(cfg), "routed": kind.routed, "dense": type(kind) is kinds.Kind,

@@ -24,6 +24,8 @@ DTYPES = ("float32", "bfloat16")
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
+  """One training run's config. Beside its fields, `model_kind`: the `mone.models.kinds.Kind` that
+  `kind` names for `model`'s modality, resolved once when the config is made."""
   name: str
   model: ViTConfig | ViViTConfig
   kind: str = "mone"          # vit | matvit | mod | mone (`mone.models.kinds`)
@@ -96,9 +98,12 @@ class TrainConfig:
       if not ok:
         raise ValueError(f"config {self.name!r}: {msg}")
     try:
-      kind = kinds.kind_of(self)  # for the model's modality: MoD is image-only
+      kind = kinds.lookup(self.kind, self.model)  # for the model's modality: MoD is image-only
     except ValueError as e:
       raise ValueError(f"config {self.name!r}: {e}") from None
+    # Resolved once, here, and passed down with the config (`model_kind`): not a field, so it is not
+    # hashed, compared or recorded; dataclasses.replace resolves it again for the new config.
+    object.__setattr__(self, "model_kind", kind)
     need(self.allocation in capacity_lib.ALLOCATIONS,
          f"allocation must be one of {capacity_lib.ALLOCATIONS}, got {self.allocation!r}")
     kind.check(self, need)  # e_c, adaptive and their budgets

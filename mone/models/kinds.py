@@ -2,9 +2,9 @@
 MoNE for videos (Sec. 4.4; MoD is image-only, as in the paper).
 
 A training config names its kind (`TrainConfig.kind`: "vit", "matvit", "mod", "mone") and its
-model (a ViTConfig, or a ViViTConfig for videos); `kind_of(cfg)` is the object for that pair
-(`KINDS`). What the kinds do differently is written here and nowhere else: the Flax module a
-kind builds, how it is applied (MoNE under a capacity budget, MatViT at a nested width), its
+model (a ViTConfig, or a ViViTConfig for videos); `lookup` finds the object for that pair (`KINDS`),
+once per config: `TrainConfig.model_kind`. What the kinds do differently is written here and nowhere
+else: the Flax module a kind builds, how it is applied (MoNE under a capacity budget, MatViT at a nested width), its
 training loss (MatViT's is the mean over its widths), the budget an e_c gives, the points a
 finished run is evaluated at, and which tokens each encoder block processes at which width
 (`layers`, what `mone.flops` counts). The trainer, the evaluation and the FLOP counts look
@@ -48,6 +48,10 @@ class Kind:
   video: bool = False  # built for a ViViTConfig (`mone.models.vivit`), else a ViTConfig (`mone.models.vit`)
 
   routed: ClassVar[bool] = False  # runs under a capacity budget (MoNE)
+
+  def __reduce__(self):
+    # A kind is one object of the registry: a config sent to another process finds the same one.
+    return named, (self.name, self.video)
 
   # ------------------------------------------------------------------ the model ---
 
@@ -285,11 +289,6 @@ def of_run(metrics: dict) -> Kind:
 def is_dense(kind: Kind) -> bool:
   """Whether a kind is the dense model (ViT, ViViT): the base class itself, no kind that overrides it."""
   return type(kind) is Kind
-
-
-def kind_of(cfg) -> Kind:
-  """The kind of a training config (`mone.configs.schema.TrainConfig`): its kind, for its model."""
-  return lookup(cfg.kind, cfg.model)
 
 
 def build(model, kind, remat: bool = False, backend: str | None = None):

@@ -143,7 +143,7 @@ def router_params(cfg: schema.TrainConfig, recompute: bool = False, read=None) -
   trained run, every other parameter at its initialisation (the first router, before layer 0,
   never reads them; a test checks that its outputs are those of the full trained model). read:
   as `stored_params`."""
-  if not kinds.kind_of(cfg).routed or cfg.model.router_layers[0] != 0:
+  if not cfg.model_kind.routed or cfg.model.router_layers[0] != 0:
     raise ValueError(f"router_params is for a MoNE run whose first router is before layer 0; got kind="
                      f"{cfg.kind!r}, router_layers={getattr(cfg.model, 'router_layers', None)}")
   return stored_params(cfg, ROUTER_INPUTS, recompute, read)

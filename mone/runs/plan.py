@@ -215,7 +215,7 @@ def keeps_router_weights(cfg: schema.TrainConfig) -> bool:
   whose first router is before layer 0, at every seed. The router figures (1 and 7) read some of
   them, and claims about what a router selects can then be decided over seeds; checkpoints are
   not committed, so these are saved while the run's checkpoint is at hand (about 100 KB each)."""
-  return (kinds.kind_of(cfg).routed and cfg.allocation == capacity.EQ3 and not cfg.adaptive
+  return (cfg.model_kind.routed and cfg.allocation == capacity.EQ3 and not cfg.adaptive
           and cfg.model.router_layers[0] == 0)
 
 

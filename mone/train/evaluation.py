@@ -46,7 +46,7 @@ def predict(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=No
   capacity e_c (MoNE) or nested width width_index (MatViT), for error analyses; one process."""
   if jax.process_count() > 1:
     raise ValueError("predict gathers every example's prediction on one host: run it in one process")
-  budget = kinds.kind_of(cfg).budget(cfg, e_c)
+  budget = cfg.model_kind.budget(cfg, e_c)
   step = _predict_step(cfg, model)
   preds = [np.asarray(step(params, sources.inputs(batch), budget=budget, width_index=width_index)[0])[batch["valid"]]
            for batch in pipeline.eval_batches(source, batch_size or cfg.eval_batch_size)]
@@ -60,7 +60,7 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
   the per-token expert assignment (MoNE) for visualisation. step_fn: from `eval_step_fn`.
   In a multi-process run every process loads its share of each batch (`pipeline.eval_batches`)
   and gets the same, global, result."""
-  budget = kinds.kind_of(cfg).budget(cfg, e_c)
+  budget = cfg.model_kind.budget(cfg, e_c)
   mesh = mesh or sharding.make_mesh(cfg)
   bs = batch_size or cfg.eval_batch_size
   eval_step = step_fn or eval_step_fn(cfg, model)
@@ -86,9 +86,9 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
 def curve_point(cfg: TrainConfig):
   """The (e_c, width_index) a learning curve follows: the training budget (MoNE), the full
   width (MatViT), or the model itself."""
-  return kinds.kind_of(cfg).curve_point(cfg)
+  return cfg.model_kind.curve_point(cfg)
 
 
 def eval_points(cfg: TrainConfig):
   """The (e_c, width_index) pairs a finished run reports."""
-  return kinds.kind_of(cfg).eval_points(cfg)
+  return cfg.model_kind.eval_points(cfg)

@@ -145,7 +145,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       for e, w in evaluation.eval_points(cfg)]
   metrics = {
       "name": cfg.name, "kind": cfg.kind, "seed": cfg.seed, "config": cfg,
-      "config_hash": results.config_hash(cfg), "e_c": kinds.kind_of(cfg).recorded_e_c(cfg),
+      "config_hash": results.config_hash(cfg), "e_c": cfg.model_kind.recorded_e_c(cfg),
       "accuracy": evals[0]["accuracy"], "gflops": evals[0]["gflops"], "evals": evals,
       **({"val_evals": val_evals} if val_evals else {}),
       "train_steps": total_steps, "train_gflops": steps.train_gflops(cfg),

@@ -1,6 +1,6 @@
 """What one training step needs: the model of a config, its budget at a step, FLOPs,
 parameters, the optimizer and the jitted update. What differs between the model kinds is
-asked of the config's kind (`mone.models.kinds.kind_of`)."""
+asked of the config's kind (`TrainConfig.model_kind`, resolved once per config)."""
 import logging
 import math
 
@@ -20,7 +20,7 @@ log = logging.getLogger("mone.train")
 
 def build_model(cfg: TrainConfig):
   """The Flax module of the config's kind: ViT-family for images, ViViT-FE for videos."""
-  return kinds.kind_of(cfg).build(cfg.model, remat=cfg.remat)
+  return cfg.model_kind.build(cfg.model, remat=cfg.remat)
 
 
 def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
@@ -32,19 +32,19 @@ def input_shape(cfg: TrainConfig, batch: int = 1) -> tuple:
 def train_budget(cfg: TrainConfig, step: int):
   """This step's budget (`capacity.Budget`, static under jit): the config's e_c, or (adaptive)
   one drawn from cfg.adaptive_e_c; None for a model without routing."""
-  return kinds.kind_of(cfg).train_budget(cfg, step)
+  return cfg.model_kind.train_budget(cfg, step)
 
 
 def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
   """Inference GFLOPs per example of the config's model at the given capacity."""
-  kind = kinds.kind_of(cfg)
+  kind = cfg.model_kind
   return flops.gflops_at(cfg.model, kind, kind.budget(cfg, e_c), width_index)
 
 
 def train_step_gflops(cfg: TrainConfig) -> float:
   """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies; MatViT's
   joint loss runs every nested width forward)."""
-  return kinds.kind_of(cfg).train_cost(cfg, lambda e_c, width_index: forward_gflops(cfg, e_c, width_index))
+  return cfg.model_kind.train_cost(cfg, lambda e_c, width_index: forward_gflops(cfg, e_c, width_index))
 
 
 def train_gflops(cfg: TrainConfig) -> float:
@@ -61,7 +61,7 @@ def num_train_steps(cfg: TrainConfig) -> int:
 
 
 def init_params(cfg: TrainConfig, model, sample_images):
-  kind, budget = kinds.kind_of(cfg), train_budget(cfg, 0)
+  kind, budget = cfg.model_kind, train_budget(cfg, 0)
   rngs = {"params": jax.random.key(cfg.seed), "routing": jax.random.key(cfg.seed + 1)}
   # jit: run op by op, init would compile hundreds of tiny programs (seconds per process).
   params = jax.jit(lambda r, x: kind.init(model, r, x, budget))(rngs, sample_images)["params"]
@@ -98,14 +98,14 @@ def logits(cfg, model, params, images, budget, rng, width_index=None):
   logits cast back for a float32 loss and argmax. uint8 inputs (videos, kept uint8 up to the
   device) are mapped to [-1, 1] first."""
   params, images = to_compute_dtype(cfg, (params, pipeline.to_unit_range(images)))
-  out, aux = kinds.kind_of(cfg).apply(model, {"params": params}, images, budget, width_index, rng)
+  out, aux = cfg.model_kind.apply(model, {"params": params}, images, budget, width_index, rng)
   return out.astype(jnp.float32), aux
 
 
 def make_train_step(cfg: TrainConfig, model, tx, state_shardings=None):
   """The jitted update (state, batch, budget) -> (state, loss). state_shardings (from
   `sharding.shardings`) keeps the updated state laid out as the input (fsdp stays sharded)."""
-  kind = kinds.kind_of(cfg)
+  kind = cfg.model_kind
 
   def loss_fn(params, batch, rng, budget):
     targets = optax.smooth_labels(batch["soft_label"], cfg.label_smoothing)
