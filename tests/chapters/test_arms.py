@@ -1,8 +1,12 @@
 """Arms are typed values: labels and names are made from their fields, and every planned run carries its arm."""
+import numpy as np
 import pytest
 
+from mone.chapters import plots
 from mone.configs import figures, profiles
 from mone.configs.arms import Arm, arms
+from mone.models import kinds
+from mone.train import steps
 
 
 @pytest.mark.parametrize("arm, label, name", [
@@ -56,3 +60,27 @@ def test_an_arm_config_is_the_profiles_config_with_the_arms_overrides():
   cfg = arm.config("small", seed=4)
   assert cfg == profiles.mone_config("small", 0.3, seed=4, steps=10, **{"model.router": "random"})
   assert Arm("temporal", "mone", allocation="proportionate").config("small").allocation == "proportionate"
+
+
+def test_a_new_baseline_kind_is_one_registry_entry_and_one_colour(monkeypatch):
+  """A dense baseline of its own (here the ViT's module under another name) reaches a config, an arm, the
+  training step and the figures' colours through `kinds.KINDS` and `plots.MODEL_COLORS` alone; its run
+  joins the plan by one arm in `mone.configs.figures`, and a claim about it by one `Claim` in its chapter."""
+  class Wide(kinds.Kind):  # what differs from the dense model would be overridden here
+    pass
+
+  toy = Wide("wide", "WideViT")
+  monkeypatch.setitem(kinds.KINDS, ("wide", False), toy)
+  monkeypatch.setitem(plots.MODEL_COLORS, "WideViT", "#abcdef")
+  arm = Arm("image", "wide")
+  cfg = arm.config("smoke", seed=1)
+  assert cfg.model_kind is toy and cfg.kind == "wide" and cfg.seed == 1
+  assert (arm.label, arm.name) == ("WideViT", "image:wide")
+  assert plots.model_color(arm) == "#abcdef"
+  model = steps.build_model(cfg)
+  params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
+  logits, _ = toy.apply(model, {"params": params}, np.zeros(steps.input_shape(cfg, 2), np.float32))
+  assert logits.shape == (2, cfg.model.num_classes)
+  assert steps.forward_gflops(cfg) == steps.forward_gflops(Arm("image", "vit").config("smoke", seed=1))
+  with pytest.raises(ValueError, match="kind must be one of .* got 'wider'"):
+    Arm("image", "wider")
