@@ -7,6 +7,8 @@ import pytest
 
 from mone.chapters import claims, declarations, pages, preregistration
 from mone.configs.arms import Arm
+from mone.configs.figures import EXTRA_SEEDS, SEEDS, SEEDS_TO_TEN
+from mone.runs import plan
 
 
 def _toy_chapter(monkeypatch, chapter: declarations.Chapter, name: str = "toy_chapter_for_tests"):
@@ -27,6 +29,18 @@ def test_the_books_chapters_declare_every_registry_entry():
   assert list(pages.FAMILIES) == ["Accuracy per FLOP", "Adaptation", "Routing"]
   assert pages.FAMILIES["Accuracy per FLOP"] == (("table1.", "fig3.", "fig4."), "Figures 3, 4 and Table 1")
   assert pages.FAMILIES["Routing"] == (("fig1.", "fig6.", "fig7."), "Figures 1, 6 and 7")
+
+
+def test_every_arm_a_claim_declares_is_planned_at_every_seed_it_is_decided_at():
+  # A declared arm the plan does not train would leave its claim "not testable" without a word: the
+  # declarations and the plan (below the chapters, `mone.configs.figures`) must name the same arms.
+  seeds = {}
+  for run in plan.runs():
+    seeds.setdefault(run.arm, set()).add(run[1].seed)
+  declared = [(c.id, a) for ch in declarations.declared() for c in ch.claims for a in c.arms if isinstance(a, Arm)]
+  assert len(declared) >= 20
+  ten = set(SEEDS + EXTRA_SEEDS + SEEDS_TO_TEN)
+  assert [(cid, a.label) for cid, a in declared if not ten <= seeds.get(a, set())] == []
 
 
 def test_a_definitions_arms_are_the_book_labels_of_its_arms():
