@@ -13,16 +13,13 @@ from mone import capacity
 from mone.chapters import analysis, calibration, claims, headlines
 from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
 from mone.configs import figures
-from mone.configs.arms import Arm
+from mone.configs.arms import ALLOCATION_NAMES, Arm
 
 E = 4  # nested experts: D/8, D/4, D/2 and D, as in the paper
-# (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's arm)
-TABLE = (("Proportionate", "proportionate", None, 64.3, Arm("temporal", "mone", allocation="proportionate")),
-         ("Uniform", "uniform", None, 64.6, Arm("temporal", "mone", allocation="uniform")),
-         ("MoD Greedy", "mod_greedy", 0.4, 63.9, Arm("temporal", "mone", 0.4, allocation="mod_greedy")),
-         ("Greedy", "greedy", 0.4, 64.2, Arm("temporal", "mone", 0.4, allocation="greedy")),
-         ("MoNE", "mone", 0.3, 64.2, Arm("temporal", "mone", 0.3)),
-         ("MoNE", "mone", 0.4, 64.6, Arm("temporal", "mone", 0.4)))
+# (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's arm) of
+# each row of Table 1 (`headlines.TABLE1_ARMS`), from its arm
+TABLE = tuple((ALLOCATION_NAMES.get(a.allocation, a.model_kind.label), a.allocation, a.e_c,
+               headlines.PAPER_SSV2[ALLOCATION_NAMES.get(a.allocation, a.e_c)], a) for a in headlines.TABLE1_ARMS)
 # The paper's static budgets (Sec. 6): (allocation, label, e_c)
 BUDGETS = (("proportionate", "Proportionate", 0.27), ("uniform", "Uniform", 0.47))
 COLUMNS = ["distribution", "budget", "seed", "e_c", "gflops", "accuracy_pct", "stderr_pct", "paper_ssv2_pct", "learned"]
