@@ -10,9 +10,6 @@ import dataclasses
 import os
 from pathlib import Path
 
-import matplotlib
-import matplotlib.pyplot as plt
-
 from mone import results
 from mone.chapters import analysis, legibility, plots
 from mone.runs import experiments, plan
@@ -41,6 +38,7 @@ def display(fig) -> None:
   box), with its legibility audit in the PNG (`mone.chapters.legibility`) for the book's check, and
   closes it."""
   import IPython.display as ipd
+  import matplotlib.pyplot as plt  # here: the book's environment imports this module (the chapters CLI) without it
   data, _ = legibility.png(fig, INLINE_DPI)
   plt.close(fig)
   ipd.display(ipd.Image(data))
@@ -60,6 +58,7 @@ def setup(namespace: dict, name: str) -> Chapter:
 
 def save_figure(fig, notebook: str, name: str) -> list[Path]:
   """Writes fig as PNG and SVG under results/<notebook>/ and returns the paths."""
+  import matplotlib  # as in `display`
   out = results.results_root() / notebook
   out.mkdir(parents=True, exist_ok=True)
   paths = []

@@ -2,8 +2,8 @@
 
 A chapter module (`MODULES`, in book order) states `CHAPTER`, a `Chapter`: its title ("Figure 3"), the
 claim-id prefix of its claims ("fig3."), the family of the paper's questions it answers and its
-`Claim`s. A claim states how its interval pairs seeds (`Claim.pairing`) and, where a seed plan freezes
-it, what each seed contributes (`Claim.metric`) and which runs it compares (`Claim.arms`: `Arm`s,
+claims (`Claim`). A claim states how its interval pairs seeds (`Claim.pairing`) and, where a seed plan freezes
+it, what each seed contributes (`Claim.metric`) and which runs it compares (`Claim.arms`: arms (`Arm`),
 written as the book labels them, or words for what is not a trained arm). Everything keyed by claim id
 is generated from these declarations: the pairing design (`claims.PAIRING`), the frozen definitions
 (`preregistration.DEFINITIONS`) and the landing page's families (`pages.FAMILIES`). A new claim is one
@@ -69,7 +69,7 @@ class Claim:
 class Chapter:
   """A chapter as its module declares it. title: the paper's figure or table ("Figure 3", "Table 1");
   prefix: the start of every claim id it decides; family: the question of `FAMILY_ORDER` it answers
-  (None: none, e.g. arithmetic or timing); claims: its `Claim`s, each id under prefix."""
+  (None: none, e.g. arithmetic or timing); claims: its claims (`Claim`), each id under prefix."""
   title: str
   prefix: str
   family: str | None

@@ -12,7 +12,6 @@ from mone.runs import experiments, plan
 from mone.chapters.declarations import WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
-from mone.data import digits
 
 MODEL = Arm("image", "mone", 0.4)  # Figure 3's MoNE at the paper's e_c
 KEEP = (1.0, 0.5, 0.25, 0.125)  # fraction of tokens the full model processes, left to right
@@ -88,9 +87,9 @@ def token_figure(images, masks, importance, patch: int, seed: int, keep=KEEP):
 
 
 def object_tokens(ex: dict, patch: int):
-  """Each token's object coverage, float [n, N] (`digits.token_mask`), of examples with object
+  """Each token's object coverage, float [n, N] (`routers.token_mask`), of examples with object
   masks (the embedded digits); None for a dataset without them (TFDS images)."""
-  return digits.token_mask(ex["mask"], patch) if "mask" in ex else None
+  return routers.token_mask(ex["mask"], patch) if "mask" in ex else None
 
 
 def overlap_rows(scores: dict, object_mask, keep=KEEP) -> list[dict]:

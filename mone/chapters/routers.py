@@ -103,16 +103,22 @@ def tokens_above_threshold(importance, q: float) -> np.ndarray:
   return rank < k
 
 
+def token_mask(mask, patch: int) -> np.ndarray:
+  """Per-token object coverage of images: float32 [n, N] from masks bool [n, H, W]
+  (`mone.data.digits.token_mask`)."""
+  from mone.data import digits  # the data stack: see `eval_examples`
+  return digits.token_mask(np.asarray(mask), patch)
+
+
 def video_token_mask(mask, tubelet: int, patch: int) -> np.ndarray:
   """Per-token object coverage of clips: float32 [n, T', N] from per-frame masks
   bool [n, T, H, W], a tubelet token's coverage being the mean over its `tubelet` frames (as
-  `mone.data.digits.token_mask` per frame). Index [:, t] matches the routing of temporal index t."""
-  from mone.data import digits  # the data stack: see `eval_examples`
+  `token_mask` per frame). Index [:, t] matches the routing of temporal index t."""
   mask = np.asarray(mask)
   n, t, h, w = mask.shape
   if tubelet < 1 or t % tubelet:
     raise ValueError(f"tubelet must divide the number of frames {t}, got {tubelet!r}")
-  per_frame = digits.token_mask(mask.reshape(n * t, h, w), patch).reshape(n, t // tubelet, tubelet, -1)
+  per_frame = token_mask(mask.reshape(n * t, h, w), patch).reshape(n, t // tubelet, tubelet, -1)
   return per_frame.mean(axis=2)
 
 
