@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from mone import results
-from mone.chapters import claims
+from mone.chapters import claims, declarations
 from mone.runs import experiments
 from mone.data.moving_digits import temporal_factors
 from mone.models import kinds
@@ -128,19 +128,19 @@ def adaptation_claims(summaries: dict, domain: str, learned: bool = True) -> lis
   grows = (f"fig5.{domain}.drop_grows_with_shift", f"{domain}: a model's own accuracy drop is larger at the largest "
            "shift of its budget than at the smallest (points)", "declines with extreme shifts")
   by_shift = {s: m["by_shift"] for s, m in summaries.items() if len(m["by_shift"]) > 1}
-  out.append(claims.trained(*grows, {s: b[max(b)] - b[min(b)] for s, b in by_shift.items()}, relation="beats",
-                            tolerance=0.0, learned=learned) if by_shift else
+  out.append(claims.trained(*grows, {s: b[max(b)] - b[min(b)] for s, b in by_shift.items()}, learned=learned) if by_shift else
              claims.not_testable(*grows, "trained", "one shift size" if summaries else "no run has been trained yet"))
   steeper = (f"fig5.{domain}.steeper_high_to_low", f"{domain}: the drop is larger from high to low capacity than from low "
              "to high, at equal shifts (points)", "degradation steeper from high to low capacity")
   matched = {s: m["down"] - m["up"] for s, m in summaries.items() if m["matched_shifts"]}
-  out.append(claims.trained(*steeper, matched, relation="beats", tolerance=0.0, learned=learned)
+  out.append(claims.trained(*steeper, matched, learned=learned)
              if matched else claims.not_testable(*steeper, "trained", "no shift in both directions" if summaries else "no run has been trained yet"))
-  adaptive = (f"fig5.{domain}.adaptive_serves_every_budget", f"{domain}: one adaptively trained model is at most 1 point less "
+  adaptive_id = f"fig5.{domain}.adaptive_serves_every_budget"
+  adaptive = (adaptive_id, f"{domain}: one adaptively trained model is at most {declarations.rule(adaptive_id)[1]:g} point less "
               "accurate than the model trained at each capacity (the worst capacity)",
               "adapts extremely well (Fig. 5b)" if domain == "video" else "shown on SSv2 only (Fig. 5b: 'adapts extremely well')")
   worst = {s: min(m["adaptive"].values()) for s, m in summaries.items() if m["adaptive"]}
-  out.append(claims.trained(*adaptive, worst, relation="no_worse", tolerance=1.0, learned=learned) if worst else
+  out.append(claims.trained(*adaptive, worst, learned=learned) if worst else
              claims.not_testable(*adaptive, "trained", "no adaptive model"))
   return out
 

@@ -96,8 +96,8 @@ def interval_test(claim_id: str, both_arms: bool = True) -> tuple[str, str]:
 
 
 def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None, *,
-            relation: str, tolerance: float, unit: str = "points", learned: bool = True,
-            note: str = "") -> dict:
+            relation: str | None = None, tolerance: float | None = None, unit: str = "points",
+            learned: bool = True, note: str = "") -> dict:
   """A claim comparing trained models over seeds (paired or not: `PAIRING`).
 
   mone, baseline: {seed: value} for the two arms (e.g. accuracy in %), over the seeds both
@@ -106,10 +106,13 @@ def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None
   compared unpaired (`PAIRING`) needs both arms: given only differences, it is still decided
   paired, and `test_why` says so. learned=False: some compared run never left the
   chance plateau; the claim is then inconclusive whatever the numbers (a model that learned
-  nothing tests no method). measured is the mean difference, in `unit`.
+  nothing tests no method). measured is the mean difference, in `unit`. relation, tolerance: how
+  the interval decides (`stats.decide`), as the claim's chapter declares it (`declarations.rule`);
+  given here only for a claim no chapter declares, and never other than its declaration.
   """
   if not isinstance(mone, dict) or not mone:
     raise ValueError(f"mone must be a non-empty {{seed: value}} dict, got {mone!r}")
+  relation, tolerance = decision_rule(id, relation, tolerance)
   test, test_why = interval_test(id, both_arms=baseline is not None)
   arms = {}
   if baseline is None:
@@ -134,6 +137,22 @@ def trained(id: str, claim: str, paper, mone: dict, baseline: dict | None = None
     verdict, why = stats.decide(relation, low, high, tolerance), ""
   return _claim(id, claim, paper, mean, "trained", len(seeds), ci, tolerance, verdict, relation=relation,
                 unit=unit, seeds=seeds, per_seed=diffs, why=why, note=note, test=test, test_why=test_why, **arms)
+
+
+def decision_rule(id: str, relation: str | None = None, tolerance: float | None = None) -> tuple[str, float]:
+  """(relation, tolerance) that decides claim `id`: its chapter's declaration (`declarations.rule`);
+  for a claim no chapter declares, the relation and tolerance given. Given values that differ from
+  the declaration, or none where there is no declaration, are a ValueError naming the claim."""
+  declared = declarations.rule(id)
+  if declared is None:
+    if relation is None or tolerance is None:
+      raise ValueError(f"claim {id!r}: no chapter declares its rule (declarations.Claim.rule), so relation and "
+                       f"tolerance must be given, got relation={relation!r}, tolerance={tolerance!r}")
+    return relation, tolerance
+  if (relation is not None and relation != declared[0]) or (tolerance is not None and tolerance != declared[1]):
+    raise ValueError(f"claim {id!r}: relation={relation!r}, tolerance={tolerance!r} differ from its declared "
+                     f"rule {declared} (declarations.Claim.rule)")
+  return declared
 
 
 def arithmetic(id: str, claim: str, paper, measured: float, *, tolerance: float = 0.0,

@@ -10,7 +10,7 @@ inconclusive.
 """
 import numpy as np
 
-from mone.chapters import claims, significance, stats
+from mone.chapters import claims, declarations, significance, stats
 
 # Figure 4's "2x fewer FLOPs" per clip, up to the spatial CLS token, which always runs at full
 # width (MoNE at e_c = 0.4 computes 1.999x fewer FLOPs than the dense ViViT)
@@ -46,7 +46,7 @@ def beats_nested(claim_id: str, text: str, paper: str, mone: dict, nested: dict,
   e_c = inside[0]["e_c"]
   diffs = {s: p["accuracy_pct"] - claims.at_flops(nested[s], p["gflops"])
            for s in seeds if (p := _at_e_c(mone[s], e_c)) is not None}
-  return claims.trained(claim_id, text, paper, diffs, relation="beats", tolerance=0.0, learned=learned, note=f"at e_c = {e_c}")
+  return claims.trained(claim_id, text, paper, diffs, learned=learned, note=f"at e_c = {e_c}")
 
 
 def equivalence_note(c: dict, seeds: int | None = None) -> str:
@@ -76,7 +76,7 @@ def equivalence_note(c: dict, seeds: int | None = None) -> str:
                               f"even {significance.MAX_SEEDS} seeds would show it with less than 80% power."))
 
 
-def figure3(by_seed: dict, variant: str, tolerance: float, iso_planned: bool = False) -> list[dict]:
+def figure3(by_seed: dict, variant: str, iso_planned: bool = False) -> list[dict]:
   """Figure 3's claims on the smallest model `variant`, each over the seeds that trained its
   arms: MoNE at e_c = 0.4 matches the dense ViT, with about 2x fewer FLOPs; MoNE beats MatViT
   and MoD at equal FLOPs; isoFLOPs training helps at the lowest e_c (if trained; iso_planned: a
@@ -86,9 +86,9 @@ def figure3(by_seed: dict, variant: str, tolerance: float, iso_planned: bool = F
   ref = min(set(vit) & set(mone))
   vit_ref, m04_ref = vit[ref][0], _at_e_c(mone[ref], 0.4)
   learned = _learned(by_seed, variant)
+  tolerance = declarations.rule("fig3.mone_matches_vit")[1]
   headline = claims.trained("fig3.mone_matches_vit", f"MoNE at e_c = 0.4 matches the dense ViT's accuracy (within {tolerance:g} point)",
-                            "comparable accuracy (S/16: 2x fewer FLOPs)", m04, {s: pts[0]["accuracy_pct"] for s, pts in vit.items()},
-                            relation="matches", tolerance=tolerance, learned=learned)
+                            "comparable accuracy (S/16: 2x fewer FLOPs)", m04, {s: pts[0]["accuracy_pct"] for s, pts in vit.items()}, learned=learned)
   headline["note"] = equivalence_note(headline)
   out = [
       headline,
@@ -99,15 +99,14 @@ def figure3(by_seed: dict, variant: str, tolerance: float, iso_planned: bool = F
   text, paper = "At MoD's FLOPs, MoNE's curve (interpolated) is more accurate than MoD", "much better than MoD"
   at_mod = {s: claims.at_flops(mone[s], pts[0]["gflops"]) - pts[0]["accuracy_pct"] for s, pts in mod.items() if s in mone}
   at_mod = {s: d for s, d in at_mod.items() if np.isfinite(d)}
-  out.append(claims.trained("fig3.mone_beats_mod", text, paper, at_mod, relation="beats", tolerance=0.0, learned=learned)
+  out.append(claims.trained("fig3.mone_beats_mod", text, paper, at_mod, learned=learned)
              if at_mod else claims.not_testable("fig3.mone_beats_mod", text, paper, "trained", "MoD's FLOPs lie outside MoNE's curve"))
   text, paper = "isoFLOPs training improves MoNE at the lowest e_c", "improves, most at low FLOPs"
   if iso:
     iso_e_c = next(iter(iso.values()))[0]["e_c"]
     plain = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, iso_e_c)) is not None}
     out.append(claims.trained("fig3.iso_flops_helps", f"{text} ({iso_e_c})", paper,
-                              {s: pts[0]["accuracy_pct"] for s, pts in iso.items()}, plain,
-                              relation="beats", tolerance=0.0, learned=learned))
+                              {s: pts[0]["accuracy_pct"] for s, pts in iso.items()}, plain, learned=learned))
   elif iso_planned:
     out.append(claims.not_testable("fig3.iso_flops_helps", text, paper, "trained", "the isoFLOPs run has not been trained yet"))
   return out
@@ -123,7 +122,7 @@ def sign_note(c: dict, baseline: str) -> str:
           f"({', '.join(f'{x:+.2f}' for x in d)} points).")
 
 
-def figure4(by_seed: dict, task: str, paper_name: str, tolerance: float, min_reduction: float) -> list[dict]:
+def figure4(by_seed: dict, task: str, paper_name: str, min_reduction: float) -> list[dict]:
   """Figure 4's claims on one video task (curves keyed (task, 'ViViT' | 'MoNE' | 'MatViViT')),
   each over the seeds that trained its arms: MoNE at e_c = 0.4 shows no accuracy drop against
   the dense ViViT, with 2x fewer FLOPs per clip, and beats MatViViT at equal FLOPs. A run of the
@@ -132,6 +131,7 @@ def figure4(by_seed: dict, task: str, paper_name: str, tolerance: float, min_red
   vit, mone, matvivit = (_arm(by_seed, task, k) for k in ("ViViT", "MoNE", "MatViViT"))
   m04 = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, 0.4)) is not None}
   learned = _learned(by_seed, task)
+  tolerance = declarations.rule(f"fig4.{task}.mone_no_drop")[1]
   no_drop = (f"fig4.{task}.mone_no_drop", f"{task} task (for {paper_name}): MoNE at e_c = 0.4 is at most {tolerance:g} point "
              "less accurate than the dense ViViT", "no drop at 2-3x fewer FLOPs (SSv2: 64.6% vs 64.4%)")
   reduction = (f"fig4.{task}.flops_reduction", f"{task} task: MoNE at e_c = 0.4 needs 2x fewer FLOPs per clip than ViViT "
@@ -139,8 +139,7 @@ def figure4(by_seed: dict, task: str, paper_name: str, tolerance: float, min_red
   paired = set(vit) & set(m04)
   if paired:  # FLOPs do not depend on the seed: the lowest seed's runs give them
     ref = min(paired)
-    no_drop_claim = claims.trained(*no_drop, m04, {s: pts[0]["accuracy_pct"] for s, pts in vit.items()},
-                                   relation="no_worse", tolerance=tolerance, learned=learned)
+    no_drop_claim = claims.trained(*no_drop, m04, {s: pts[0]["accuracy_pct"] for s, pts in vit.items()}, learned=learned)
     no_drop_claim["note"] = sign_note(no_drop_claim, "the dense ViViT")
     out = [no_drop_claim,
            claims.arithmetic(*reduction, vit[ref][0]["gflops"] / _at_e_c(mone[ref], 0.4)["gflops"], at_least=min_reduction, unit="x")]
@@ -171,20 +170,20 @@ def figure6(curve: dict, later: dict, routers: dict, learned: dict, random: dict
   judged = lambda s: [f"layer {l}: {d:+.1f}" for l, d in margins[s].items()]
   unjudged = lambda s: [f"layer {l}: {1e3 * g:.1f} MFLOPs, outside the curve, not judged" for l, g in outside.get(s, {}).items()]
   out = [claims.trained("fig6.first_layer_router_best", text_a, "the first layer is best (Fig. 6a)",
-                        {s: min(m.values()) for s, m in margins.items()}, relation="beats", tolerance=0.0,
+                        {s: min(m.values()) for s, m in margins.items()},
                         note="; ".join(f"seed {s}: " + ", ".join(judged(s) + unjudged(s)) for s in margins))
          if margins else claims.not_testable("fig6.first_layer_router_best", text_a, "the first layer is best (Fig. 6a)", "trained",
                                              "no later router's run inside the layer-0 curve")]
   most = max(routers)
   text_b = f"One router is more accurate than {most} routers (e_c = {e_c})"
   paper_b = "accuracy goes down as routers are added (Fig. 6b)"
-  out.append(claims.trained("fig6.more_routers_lower_accuracy", text_b, paper_b, routers[1], routers[most], relation="beats", tolerance=0.0)
+  out.append(claims.trained("fig6.more_routers_lower_accuracy", text_b, paper_b, routers[1], routers[most])
              if most > 1 and set(routers.get(1, {})) & set(routers[most])
              else claims.not_testable("fig6.more_routers_lower_accuracy", text_b, paper_b, "trained", f"no seed has both 1 and {most} routers"))
   lowest = min(random)
   text_c = f"At the lowest e_c tried ({lowest}), the learned router is more accurate than a random one"
   paper_c = "the random router degrades at low capacity, the learned one holds (Fig. 6c)"
-  out.append(claims.trained("fig6.learned_beats_random", text_c, paper_c, learned.get(lowest, {}), random[lowest], relation="beats", tolerance=0.0,
+  out.append(claims.trained("fig6.learned_beats_random", text_c, paper_c, learned.get(lowest, {}), random[lowest],
                             note=secondary_router_note(learned, random, lowest))
              if set(learned.get(lowest, {})) & set(random[lowest])
              else claims.not_testable("fig6.learned_beats_random", text_c, paper_c, "trained", f"no seed has both routers at e_c = {lowest}"))
@@ -214,7 +213,7 @@ def random_degrades(learned: dict, random: dict) -> dict:
   if higher is None or not seeds:
     return {**claims.not_testable(cid, text, paper, "trained", "no seed has both routers at two capacities"), "exploratory": EXPLORATORY}
   gap = lambda e, s: learned[e][s] - random[e][s]
-  c = claims.trained(cid, text, paper, {s: gap(lowest, s) - gap(higher, s) for s in seeds}, relation="beats", tolerance=0.0,
+  c = claims.trained(cid, text, paper, {s: gap(lowest, s) - gap(higher, s) for s in seeds},
                      note=f"random router alone: {'; '.join(f'e_c={e}: ' + ', '.join(f'{random[e][s]:.1f}' for s in sorted(random[e])) for e in sorted(random))}")
   return {**c, "exploratory": EXPLORATORY}
 

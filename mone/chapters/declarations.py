@@ -7,7 +7,9 @@ it, what each seed contributes (`Claim.metric`) and which runs it compares (`Cla
 written as the book labels them, or words for what is not a trained arm). Everything keyed by claim id
 is generated from these declarations: the pairing design (`claims.PAIRING`), the frozen definitions
 (`preregistration.DEFINITIONS`) and the landing page's families (`pages.FAMILIES`). A new claim is one
-`Claim` beside the code that decides it; a new chapter is one more module in `MODULES`.
+`Claim` beside the code that decides it; a new chapter is one more module in `MODULES`. A claim decided
+by an interval over seeds also declares its rule (`Claim.rule`: the relation and its tolerance), which
+`claims.trained` reads, so no call site restates it.
 
 The chapter modules import the analysis code that imports the registries, so the declarations are read
 when first asked for (`declared`), not when this module loads; nothing here imports a chapter.
@@ -15,6 +17,8 @@ when first asked for (`declared`), not when this module loads; nothing here impo
 import dataclasses
 import functools
 import importlib
+
+from mone.chapters.stats import RELATIONS
 
 # Book order: the registries list their chapters in it.
 MODULES = ["mone.chapters.figure1", "mone.chapters.table1", "mone.chapters.figure3", "mone.chapters.figure4",
@@ -37,6 +41,7 @@ SAME_SEED = ("the same seed gives both arms the same data order and identical in
              "parameter they share (tested)")
 WITHIN = ("paired", "both quantities are measured on the same trained model and evaluation data of each seed")
 TESTS = ("paired", "welch")
+BEATS = ("beats", 0.0)  # the rule of most claims: MoNE minus the baseline is above 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,17 +50,25 @@ class Claim:
   declares it. pairing: (test, why), the interval its design calls for ('paired' or 'welch') and the
   reason, or None to inherit the longest declared prefix's; metric and arms: the definition a seed
   plan freezes (None for a claim no plan freezes). An arm is an `mone.configs.arms.Arm` (its book
-  label is what the definition records) or a description of what is not one arm."""
+  label is what the definition records) or a description of what is not one arm. rule: (relation,
+  tolerance) for a claim decided by an interval over seeds (`claims.trained`, `stats.decide`):
+  ("beats", 0.0), ("matches", 1.0): within 1 point either way, ("no_worse", 1.0): at most 1 point
+  below; it also holds for the ids that continue this one after a "." (one claim per e_c)."""
   id: str
   pairing: tuple[str, str] | None = None
   metric: str | None = None
   arms: tuple = ()
+  rule: tuple[str, float] | None = None
 
   def __post_init__(self):
     if not self.id or " " in self.id:
       raise ValueError(f"Claim.id must be a non-empty claim id or prefix without spaces, got {self.id!r}")
     if self.pairing is not None and (len(self.pairing) != 2 or self.pairing[0] not in TESTS):
       raise ValueError(f"Claim.pairing must be (test, why) with test one of {TESTS}, got {self.pairing!r}")
+    if self.rule is not None and (len(self.rule) != 2 or self.rule[0] not in RELATIONS
+                                  or not isinstance(self.rule[1], (int, float)) or not self.rule[1] >= 0):
+      raise ValueError(f"claim {self.id!r}: Claim.rule must be (relation, tolerance) with relation one of "
+                       f"{RELATIONS} and tolerance >= 0, got {self.rule!r}")
     if (self.metric is None) != (not self.arms):
       raise ValueError(f"claim {self.id!r}: a frozen definition needs both metric and arms, got metric="
                        f"{self.metric!r}, arms={self.arms!r}")
@@ -107,6 +120,20 @@ def pairing() -> dict[str, tuple[str, str]]:
 @functools.cache
 def _pairing(chapters) -> dict[str, tuple[str, str]]:
   return {c.id: c.pairing for ch in chapters for c in ch.claims if c.pairing is not None}
+
+
+def rule(claim_id: str) -> tuple[str, float] | None:
+  """(relation, tolerance) a claim is decided by: its own declared rule, or that of the longest declared
+  id it continues after a "." (fig6.learned_beats_random.e_c03: fig6.learned_beats_random's); None
+  where no declaration gives one."""
+  table = _rules(declared())
+  owners = [c for c in table if claim_id == c or claim_id.startswith(c if c.endswith(".") else c + ".")]
+  return table[max(owners, key=len)] if owners else None
+
+
+@functools.cache
+def _rules(chapters) -> dict[str, tuple[str, float]]:
+  return {c.id: (c.rule[0], float(c.rule[1])) for ch in chapters for c in ch.claims if c.rule is not None}
 
 
 def definitions() -> dict[str, dict]:

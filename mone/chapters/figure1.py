@@ -9,7 +9,7 @@ runs with `landed`, calls these functions, and plots and prints what they return
 """
 from mone.chapters import analysis, claims, headlines, plots, preregistration, routers
 from mone.runs import experiments, plan
-from mone.chapters.declarations import WITHIN, Chapter, Claim
+from mone.chapters.declarations import BEATS, WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
 
@@ -23,7 +23,7 @@ CHAPTER = Chapter("Figure 1", "fig1.", "Routing", (
     Claim(CLAIM[0], metric="per seed, the smallest over the thresholds top 50%, 25%, 12.5% (tokens ranked by the full "
                            "expert's router logit) of the kept tokens' precision on object tokens minus a random choice's "
                            "expected precision (points; 2,000 test images)",
-          arms=(MODEL, "a random choice of as many tokens (expected)")),
+          arms=(MODEL, "a random choice of as many tokens (expected)"), rule=BEATS),
 ))
 
 
@@ -165,10 +165,9 @@ def chapter_claims(rows: list[dict], runs: dict) -> list[dict]:
   learned = all(analysis.left_plateau(m) is not False for m, _ in runs.values())
   note = "; ".join(f"seed {s}: " + ", ".join(f"top {100 * k:g}%: {v:+.1f}" for (t, k), v in lift.items() if t == s)
                    for s in seeds)
-  published = claims.trained(*CLAIM, smallest_margins(rows, "logit"), relation="beats", tolerance=0.0, learned=learned,
+  published = claims.trained(*CLAIM, smallest_margins(rows, "logit"), learned=learned,
                              note=note)
-  return [preregistration.deviation(published, claims.trained(*CLAIM, smallest_margins(rows, "probability"),
-                                                              relation="beats", tolerance=0.0, learned=learned))]
+  return [preregistration.deviation(published, claims.trained(*CLAIM, smallest_margins(rows, "probability"), learned=learned))]
 
 
 def summary(rows: list[dict], profile: str, claim: dict) -> str:

@@ -7,7 +7,7 @@ reads them, and decides its claims with `comparisons.figure3` over the seeds tha
 arms of each.
 """
 from mone.chapters import calibration, claims, comparisons, headlines
-from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
+from mone.chapters.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles
 from mone.configs.arms import Arm
 
@@ -21,12 +21,15 @@ PAPER_VIT_GFLOPS = {"S/16": 4.6, "B/16": 17.6, "L/16": 61.7}
 _CURVE = "MoNE e_c=0.2, 0.3, 0.4, 0.6"  # every e_c of the small profile's image grid
 CHAPTER = Chapter("Figure 3", "fig3.", "Accuracy per FLOP", (
     Claim("fig3.", ("paired", f"image models (ViT, MatViT, MoD, MoNE): {SAME_SEED}")),
-    Claim("fig3.mone_matches_vit", metric=ACCURACY, arms=(Arm("image", "mone", 0.4), Arm("image", "vit"))),
+    Claim("fig3.mone_matches_vit", metric=ACCURACY, arms=(Arm("image", "mone", 0.4), Arm("image", "vit")),
+          rule=("matches", TOLERANCE)),
     Claim("fig3.mone_beats_matvit", arms=(_CURVE, Arm("image", "matvit")),
           metric=f"{ACCURACY} of MoNE at its cheapest e_c inside MatViT's FLOPs range (chosen on the lowest "
-                 "seed) minus MatViT's accuracy interpolated linearly at the same inference FLOPs"),
+                 "seed) minus MatViT's accuracy interpolated linearly at the same inference FLOPs", rule=BEATS),
     Claim("fig3.mone_beats_mod", arms=(_CURVE, Arm("image", "mod")),
-          metric=f"MoNE's {ACCURACY} interpolated linearly over its e_c curve at MoD's inference FLOPs, minus MoD's"),
+          metric=f"MoNE's {ACCURACY} interpolated linearly over its e_c curve at MoD's inference FLOPs, minus MoD's",
+          rule=BEATS),
+    Claim("fig3.iso_flops_helps", rule=BEATS),
 ))
 POINT_COLUMNS = ["variant", "label", "e_c", "width_index", "gflops", "accuracy_pct", "accuracy_min", "accuracy_max", "n_seeds"]
 
@@ -140,7 +143,7 @@ def decide(by_seed: dict, profile: str, pending: list[str]) -> list[dict]:
   isoFLOPs claim is not testable while its planned run is pending, and absent where the profile
   plans none."""
   iso = f"{iso_arm(profile).label}, seed "
-  return comparisons.figure3(by_seed, variants(profile)[0], TOLERANCE, iso_planned=any(label.startswith(iso) for label in pending))
+  return comparisons.figure3(by_seed, variants(profile)[0], iso_planned=any(label.startswith(iso) for label in pending))
 
 
 def summary(curves: dict, profile: str, pending: list[str]) -> str:

@@ -8,7 +8,7 @@ that trained both arms of each; a run that never left the chance plateau tests n
 makes every decided trained claim inconclusive.
 """
 from mone.chapters import analysis, comparisons, headlines
-from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
+from mone.chapters.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles
 from mone.configs.arms import Arm
 
@@ -17,7 +17,10 @@ E_C = 0.3  # the capacity of the router position and count studies
 CHAPTER = Chapter("Figure 6", "fig6.", "Routing", (
     Claim("fig6.", ("paired", f"MoNE against MoNE (router placement, count, learned or random): {SAME_SEED}")),
     Claim("fig6.learned_beats_random", metric=ACCURACY,
-          arms=(Arm("image", "mone", 0.2), Arm("image", "mone", 0.2, router="random"))),
+          arms=(Arm("image", "mone", 0.2), Arm("image", "mone", 0.2, router="random")), rule=BEATS),
+    Claim("fig6.first_layer_router_best", rule=BEATS),
+    Claim("fig6.more_routers_lower_accuracy", rule=BEATS),
+    Claim("fig6.random_degrades_at_low_capacity", rule=BEATS),
 ))
 ROW_COLUMNS = ["study", "value", "seed", "e_c", "gflops", "accuracy_pct"]
 

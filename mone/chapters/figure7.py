@@ -10,7 +10,7 @@ with `image_runs` and `video_runs`, calls these functions, and plots and prints 
 """
 from mone.chapters import analysis, claims, headlines, routers
 from mone.runs import experiments, plan
-from mone.chapters.declarations import SAME_SEED, WITHIN, Chapter, Claim
+from mone.chapters.declarations import BEATS, SAME_SEED, WITHIN, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
 
@@ -32,13 +32,13 @@ _OBJECT = ("precision (points) of the tokens the full expert processes against t
            f"(at least {100 * routers.OBJECT_FRACTION:g}% of a token's pixels on the digit); 2,000 test images")
 CHAPTER = Chapter("Figure 7", "fig7.", "Routing", (
     Claim(IMAGE_CLAIMS[0][0], WITHIN, metric=_OBJECT,
-          arms=(ROUTERS["learned router"], "a random choice of as many tokens (expected)")),
+          arms=(ROUTERS["learned router"], "a random choice of as many tokens (expected)"), rule=BEATS),
     Claim(IMAGE_CLAIMS[1][0], ("paired", f"MoNE with a learned and with a random router: {SAME_SEED}"), metric=_OBJECT,
-          arms=(ROUTERS["learned router"], ROUTERS["random router"])),
+          arms=(ROUTERS["learned router"], ROUTERS["random router"]), rule=BEATS),
     Claim("fig7.video.", WITHIN),
     Claim(VIDEO_CLAIM[0], metric="per temporal index, precision (points) of the full expert's tokens against the moving "
                                  "digits' tokens minus a random choice's of as many; 500 test clips",
-          arms=(VIDEO, "a random choice of as many tokens per temporal index (expected)")),
+          arms=(VIDEO, "a random choice of as many tokens per temporal index (expected)"), rule=BEATS),
 ))
 
 
@@ -149,13 +149,13 @@ def chapter_claims(rows: list[dict], video_rows: list[dict], video_runs: dict) -
   if rows:
     learned = precision(rows, "learned router")
     versus = [precision(rows, EXPECTED), precision(rows, "random router")]
-    out = [claims.trained(*c, learned, other, relation="beats", tolerance=0.0) if set(learned) & set(other)
+    out = [claims.trained(*c, learned, other) if set(learned) & set(other)
            else claims.not_testable(*c, "trained", "no seed has both routers' runs landed")
            for c, other in zip(IMAGE_CLAIMS, versus)]
   else:
     out = [claims.not_testable(*c, "trained", "no object masks for this dataset") for c in IMAGE_CLAIMS]
   if video_rows:
-    return out + [claims.trained(*VIDEO_CLAIM, video_lift(video_rows), relation="beats", tolerance=0.0,
+    return out + [claims.trained(*VIDEO_CLAIM, video_lift(video_rows),
                                  learned=all(analysis.left_plateau(m) is not False for m, _ in video_runs.values()))]
   why = "no object masks for this dataset" if video_runs else "no run has been trained yet"
   return out + [claims.not_testable(*VIDEO_CLAIM, "trained", why)]

@@ -17,7 +17,7 @@ from mone import capacity, results
 from mone.chapters import analysis, calibration, claims, comparisons, stats
 from mone.runs import experiments, plan
 from mone.configs import figures
-from mone.configs.arms import ALLOCATION_NAMES, Arm
+from mone.configs.arms import Arm
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
 TOLERANCE = 1.0     # "matches" / "no drop": within this many accuracy points (as chapters 03-04)
@@ -74,12 +74,7 @@ def _key(base: str, variant: str) -> tuple[str, str] | None:
   arm = figures.arm(base)
   if arm.allocation != capacity.EQ3 or arm.adaptive or arm.router_layer is not None or arm.num_routers is not None:
     return None
-  model = arm.model_kind.label
-  if arm.task != "image":
-    return arm.task, model
-  if arm.router == "random":
-    return variant, f"{model}, random router"
-  return variant, f"{model}-isoFLOPs" if arm.iso_flops else model
+  return (variant if arm.task == "image" else arm.task), arm.curve
 
 
 def curves_by_seed(runs: list[tuple[str, int, dict]]) -> dict:
@@ -111,7 +106,7 @@ def router_claims(by_seed: dict, variant: str = VARIANT) -> list[dict]:
       out.append(claims.trained(f"fig6.learned_beats_random.e_c{str(e_c).replace('.', '')}",
                                 f"At e_c = {e_c}, the learned router is more accurate than a random one",
                                 "the random router degrades at low capacity, the learned one holds (Fig. 6c)",
-                                mine, theirs, relation="beats", tolerance=0.0))
+                                mine, theirs))
   return out
 
 
@@ -130,9 +125,15 @@ def table1_id(arm: Arm, mone_e_c: float) -> str:
   return f"table1.mone{str(mone_e_c).replace('.', '')}_vs_{arm.allocation}"
 
 
-def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANCE) -> list[dict]:
+def table1_rule(arm: Arm) -> tuple[str, float]:
+  """The rule of `table1_claims`' comparison with `arm` (Table 1's chapter declares it): a static
+  allocation (its own e_c) MoNE must be no worse than, within `TOLERANCE`; a greedy one it must beat."""
+  return ("no_worse", TOLERANCE) if arm.e_c is None else ("beats", 0.0)
+
+
+def table1_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   """Table 1 on the temporal task, over paired seeds: MoNE (Eq. 3) at least as accurate as each
-  static allocation, within `tolerance` (the paper: they "show promising results"; MoNE at 0.3
+  static allocation, within `TOLERANCE` (`table1_rule`; the paper: they "show promising results"; MoNE at 0.3
   against Proportionate, whose static e_c is 0.27, at 0.4 against Uniform), and more accurate
   than each greedy one at e_c = 0.4 (the paper: they "exhibit inferior performance"); not
   testable where no seed has both runs yet."""
@@ -149,22 +150,19 @@ def table1_claims(runs: list[tuple[str, int, dict]], tolerance: float = TOLERANC
         stuck.add((arm.e_c, seed))
   out = []
   for arm, mone_e_c in TABLE1:
-    allocation, short = arm.allocation, ALLOCATION_NAMES[arm.allocation]
+    allocation, short = arm.allocation, arm.curve
     static = arm.e_c is None  # a static allocation fixes its own e_c
     e_c = capacity.effective_capacity(capacity.allocation(allocation)) if static else mone_e_c
     ref, by_seed = mone.get(mone_e_c, {}), other.get(arm, {})
-    if static:
-      relation, tol, claim = "no_worse", tolerance, f"is at least as accurate as {short} (e_c = {e_c:.2f}), within {tolerance:g} point"
-    else:
-      relation, tol, claim = "beats", 0.0, f"is more accurate than {short} (e_c = {e_c:.2f})"
+    claim = (f"is at least as accurate as {short} (e_c = {e_c:.2f}), within {table1_rule(arm)[1]:g} point" if static
+             else f"is more accurate than {short} (e_c = {e_c:.2f})")
     args = (table1_id(arm, mone_e_c), f"MoNE at e_c = {mone_e_c} {claim}",
             f"{PAPER_SSV2[mone_e_c]} vs {PAPER_SSV2[short]} on SSv2")
     if not set(ref) & set(by_seed):
       out.append(claims.not_testable(*args, "trained", "no seed has both runs yet"))
       continue
     stalled = sorted(s for s in set(ref) & set(by_seed) if (mone_e_c, s) in stuck or by_seed[s][1] is False)
-    c = claims.trained(*args, ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, relation=relation,
-                       tolerance=tol, learned=not stalled,
+    c = claims.trained(*args, ref, {s: p["accuracy_pct"] for s, (p, _) in by_seed.items()}, learned=not stalled,
                        note=_flops_note(short, gflops.get(mone_e_c), next(iter(by_seed.values()))[0]["gflops"], mone_e_c))
     out.append(robust_beside(c, stalled))
   return out
@@ -202,10 +200,10 @@ def headline_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   # a figure's claims need a seed with its dense model and MoNE at e_c = 0.4 (the FLOPs ratio)
   paired = lambda panel, dense: any((panel, dense) in c and any(p["e_c"] == 0.4 for p in c.get((panel, "MoNE"), []))
                                     for c in by_seed.values())
-  out = comparisons.figure3(by_seed, VARIANT, TOLERANCE, iso_planned=True) if paired(VARIANT, "ViT") else []
+  out = comparisons.figure3(by_seed, VARIANT, iso_planned=True) if paired(VARIANT, "ViT") else []
   for task, paper in (("temporal", "SSv2"), ("appearance", "Kinetics-400")):
     if paired(task, "ViViT"):
-      out += comparisons.figure4(by_seed, task, paper, TOLERANCE, comparisons.VIDEO_MIN_REDUCTION)
+      out += comparisons.figure4(by_seed, task, paper, comparisons.VIDEO_MIN_REDUCTION)
   table1 = any((a := figures.arm(base)).allocation != capacity.EQ3 or a.task == "temporal" and a.model_kind.routed for base, _, _ in runs)
   return out + router_claims(by_seed) + (table1_claims(runs) if table1 else [])
 

@@ -14,9 +14,8 @@ the claims' `mone.chapters.claim_plots`.
 import numbers
 import textwrap
 
-from mone import capacity
 from mone.chapters import legibility
-from mone.configs.arms import ALLOCATION_NAMES, Arm
+from mone.configs.arms import Arm
 from mone.models import kinds
 
 _UNITS = ((1.0, "GFLOPs"), (1e-3, "MFLOPs"), (1e-6, "kFLOPs"))
@@ -82,26 +81,12 @@ def model_color(model) -> str:
   say which model it is (a Table 1 allocation, a random router, isoFLOPs or adaptive training, else its
   kind). A run's label is never read back: pass its arm."""
   if isinstance(model, Arm):
-    model = _arm_model(model)
+    model = model.curve
   name = _ALIASES.get(model, model)
   if name in MODEL_COLORS:
     return MODEL_COLORS[name]
   raise ValueError(f"model must be a model of MODEL_COLORS, a run kind, one of {sorted(set(_ALIASES) - set(KIND_NAMES))} "
                    f"or an Arm, got {model!r}")
-
-
-def _arm_model(arm: Arm) -> str:
-  """The `MODEL_COLORS` model an arm trains, from its fields."""
-  if arm.allocation != capacity.EQ3:
-    return ALLOCATION_NAMES[arm.allocation]
-  label = arm.model_kind.label
-  if not arm.model_kind.routed:
-    return label
-  if arm.router == "random":
-    return f"{label}, random router"
-  if arm.adaptive:
-    return f"{label} adaptive"
-  return f"{label}-isoFLOPs" if arm.iso_flops else label
 
 
 def _mix(color, towards, amount: float) -> tuple:

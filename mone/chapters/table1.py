@@ -13,21 +13,22 @@ from mone import capacity
 from mone.chapters import analysis, calibration, claims, headlines
 from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
 from mone.configs import figures
-from mone.configs.arms import ALLOCATION_NAMES, Arm
+from mone.configs.arms import Arm
 
 E = 4  # nested experts: D/8, D/4, D/2 and D, as in the paper
 # (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's arm) of
-# each row of Table 1 (`headlines.TABLE1_ARMS`), from its arm
-TABLE = tuple((ALLOCATION_NAMES.get(a.allocation, a.model_kind.label), a.allocation, a.e_c,
-               headlines.PAPER_SSV2[ALLOCATION_NAMES.get(a.allocation, a.e_c)], a) for a in headlines.TABLE1_ARMS)
+# each row of Table 1 (`headlines.TABLE1_ARMS`), from its arm: the label is its curve's model, "MoNE" or
+# the allocation's name, and the paper gives MoNE's accuracy by e_c
+TABLE = tuple((a.curve, a.allocation, a.e_c, headlines.PAPER_SSV2[a.e_c if a.curve == "MoNE" else a.curve], a)
+              for a in headlines.TABLE1_ARMS)
 # The paper's static budgets (Sec. 6): (allocation, label, e_c)
 BUDGETS = (("proportionate", "Proportionate", 0.27), ("uniform", "Uniform", 0.47))
 COLUMNS = ["distribution", "budget", "seed", "e_c", "gflops", "accuracy_pct", "stderr_pct", "paper_ssv2_pct", "learned"]
 # MoNE against each other allocation of `headlines.TABLE1`, the arms paired by seed.
 CHAPTER = Chapter("Table 1", "table1.", "Accuracy per FLOP", (
     Claim("table1.", ("paired", f"MoNE under other capacity allocations on one video task: {SAME_SEED}")),
-    *(Claim(headlines.table1_id(arm, e_c), metric=ACCURACY, arms=(Arm("temporal", "mone", e_c), arm))
-      for arm, e_c in headlines.TABLE1),
+    *(Claim(headlines.table1_id(arm, e_c), metric=ACCURACY, arms=(Arm("temporal", "mone", e_c), arm),
+            rule=headlines.table1_rule(arm)) for arm, e_c in headlines.TABLE1),
 ))
 CAVEAT = "Table 1's accuracy comparisons (`table1.mone*`), trained on it, compare allocations that it barely separates"
 
@@ -109,11 +110,11 @@ def budget_claims(experts: int = E) -> list[dict]:
           for name, label, paper in BUDGETS]
 
 
-def chapter_claims(runs: list[tuple[str, int, dict]], tolerance: float = headlines.TOLERANCE) -> list[dict]:
+def chapter_claims(runs: list[tuple[str, int, dict]]) -> list[dict]:
   """Chapter 02's claims: the static budgets (`budget_claims`), then the accuracy comparisons
   over the seeds that trained both arms (`headlines.table1_claims`: MoNE at least as accurate as
-  each static allocation within `tolerance` points, more accurate than each greedy one)."""
-  return budget_claims() + headlines.table1_claims(runs, tolerance)
+  each static allocation within `headlines.TOLERANCE` points, more accurate than each greedy one)."""
+  return budget_claims() + headlines.table1_claims(runs)
 
 
 FAR_BELOW = 5.0  # points under its arm's median: a run that stalled for much of its training

@@ -69,6 +69,23 @@ class Arm:
     return out + (", isoFLOPs" if self.iso_flops else "")
 
   @property
+  def curve(self) -> str:
+    """The model whose accuracy-FLOPs curve the arm's runs lie on (its e_c one point of it), as the
+    chapters and their colours name it: 'ViT', 'MoNE', 'MoNE, random router', 'MoNE-isoFLOPs',
+    'MoNE adaptive', or another allocation's name ('Greedy'). A router placement or count study lies
+    on its kind's curve."""
+    if self.allocation != capacity.EQ3:
+      return ALLOCATION_NAMES[self.allocation]
+    label = self.model_kind.label
+    if not self.model_kind.routed:
+      return label
+    if self.router == "random":
+      return f"{label}, random router"
+    if self.adaptive:
+      return f"{label} adaptive"
+    return f"{label}-isoFLOPs" if self.iso_flops else label
+
+  @property
   def label(self) -> str:
     """The arm in the book: its model, after its task for a video ('temporal: ViViT') and after
     'Table 1: ' for another allocation ('Table 1: Uniform')."""

@@ -9,19 +9,21 @@ from mone.models import kinds
 from mone.train import steps
 
 
-@pytest.mark.parametrize("arm, label, name", [
-    (Arm("image", "vit"), "ViT", "image:vit"),
-    (Arm("temporal", "matvit"), "temporal: MatViViT", "temporal:matvit"),
-    (Arm("image", "mone", 0.2, router="random"), "MoNE e_c=0.2, random router", "image:mone:0.2:random"),
-    (Arm("image", "mone", 0.3, router_layer=2), "MoNE e_c=0.3, router before block 2", "image:mone:0.3:router_layer2"),
-    (Arm("image", "mone", 0.3, num_routers=4), "MoNE e_c=0.3, 4 routers", "image:mone:0.3:routers4"),
-    (Arm("image", "mone", 0.2, iso_flops=True), "MoNE e_c=0.2, isoFLOPs", "image:mone:0.2:iso_flops"),
-    (Arm("temporal", "mone", adaptive=True, iso_flops=True), "temporal: MoNE adaptive, isoFLOPs", "temporal:mone:adaptive:iso_flops"),
-    (Arm("temporal", "mone", allocation="uniform"), "Table 1: Uniform", "table1:uniform"),
-    (Arm("temporal", "mone", 0.4, allocation="mod_greedy"), "Table 1: MoD Greedy e_c=0.4", "table1:mod_greedy:0.4"),
+@pytest.mark.parametrize("arm, label, name, curve", [
+    (Arm("image", "vit"), "ViT", "image:vit", "ViT"),
+    (Arm("temporal", "matvit"), "temporal: MatViViT", "temporal:matvit", "MatViViT"),
+    (Arm("image", "mone", 0.2, router="random"), "MoNE e_c=0.2, random router", "image:mone:0.2:random", "MoNE, random router"),
+    (Arm("image", "mone", 0.3, router_layer=2), "MoNE e_c=0.3, router before block 2", "image:mone:0.3:router_layer2", "MoNE"),
+    (Arm("image", "mone", 0.3, num_routers=4), "MoNE e_c=0.3, 4 routers", "image:mone:0.3:routers4", "MoNE"),
+    (Arm("image", "mone", 0.2, iso_flops=True), "MoNE e_c=0.2, isoFLOPs", "image:mone:0.2:iso_flops", "MoNE-isoFLOPs"),
+    (Arm("temporal", "mone", adaptive=True, iso_flops=True), "temporal: MoNE adaptive, isoFLOPs", "temporal:mone:adaptive:iso_flops",
+     "MoNE adaptive"),
+    (Arm("temporal", "mone", allocation="uniform"), "Table 1: Uniform", "table1:uniform", "Uniform"),
+    (Arm("temporal", "mone", 0.4, allocation="mod_greedy"), "Table 1: MoD Greedy e_c=0.4", "table1:mod_greedy:0.4", "MoD Greedy"),
 ])
-def test_an_arms_label_and_name_are_made_from_its_fields(arm, label, name):
-  assert (arm.label, arm.name) == (label, name)
+def test_an_arms_label_name_and_curve_are_made_from_its_fields(arm, label, name, curve):
+  assert (arm.label, arm.name, arm.curve) == (label, name, curve)
+  assert plots.model_color(arm) == plots.MODEL_COLORS[curve]  # the curve's model is a coloured one
   assert figures.arm(label) == arm  # every one of these is declared by a chapter
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claim_plots, claims, cli, legibility, pages, significance, stats, verdicts
+from mone.chapters import claim_plots, claims, cli, declarations, legibility, pages, significance, stats, verdicts
 
 
 def _seeds(values):
@@ -460,13 +460,13 @@ def test_a_claim_records_its_interval_its_arms_and_their_correlation():
   assert c["arm_correlation"] == pytest.approx(np.corrcoef(list(mone.values()), list(base.values()))[0, 1], abs=1e-4)
   assert c["ci95"] == pytest.approx(list(stats.paired_ci(np.subtract(list(mone.values()), list(base.values())))[1:]), abs=1e-3)
   # The unpaired family: Welch's interval over the same seeds, and the verdict it gives.
-  w = claims.trained("fig5.video_gentler_than_images", "c", "p", mone, base, relation="matches", tolerance=1.0)
+  w = claims.trained("fig5.video_gentler_than_images", "c", "p", mone, base)  # its declared rule: beats
   _, low, high = stats.welch_ci(list(mone.values()), list(base.values()))
   assert w["test"] == "welch" and w["ci95"] == pytest.approx([low, high], abs=1e-3)
-  assert w["verdict"] == stats.decide("matches", low, high, 1.0) and w["measured"] == pytest.approx(c["measured"])
+  assert w["verdict"] == stats.decide("beats", low, high, 0.0) and w["measured"] == pytest.approx(c["measured"])
   assert "(Welch, unpaired)" in verdicts.markdown_table([w]) and "(Welch" not in verdicts.markdown_table([c])
   # Given only its differences, the unpaired family is decided paired, and says so.
-  d = claims.trained("fig5.video_gentler_than_images", "c", "p", _seeds([1.0, 2.0, 3.0]), relation="beats", tolerance=0.0)
+  d = claims.trained("fig5.video_gentler_than_images", "c", "p", _seeds([1.0, 2.0, 3.0]))
   assert d["test"] == "paired" and "still decided paired" in d["test_why"] and d["ci95"] == pytest.approx(
       list(stats.paired_ci([1.0, 2.0, 3.0])[1:]), abs=1e-3)
   # Differences alone carry no arms; fewer than 3 seeds or an arm that does not vary: no correlation.
@@ -562,3 +562,28 @@ def test_of_kind_keeps_one_kind_of_claim_and_the_chapters_that_have_it():
   assert claims.of_kind(chapters, "timing") == {}
   with pytest.raises(ValueError, match="kind must be one of"):
     claims.of_kind(chapters, "trainer")
+
+
+def test_a_declared_claim_is_decided_by_its_declared_rule_and_no_call_can_change_it():
+  mone, base = _seeds([71.0, 69.0, 72.5, 70.0]), _seeds([70.2, 68.5, 71.0, 69.9])
+  c = claims.trained("fig3.mone_matches_vit", "c", "p", mone, base)
+  assert (c["relation"], c["tolerance"]) == declarations.rule("fig3.mone_matches_vit") == ("matches", 1.0)
+  # an id continuing a declared one after a "." (one claim per e_c) has its rule; a longer word does not
+  assert declarations.rule("fig6.learned_beats_random.e_c03") == ("beats", 0.0)
+  assert declarations.rule("fig6.learned_beats_randomly") is None
+  assert claims.trained("fig3.mone_matches_vit", "c", "p", mone, base, relation="matches", tolerance=1.0) == c
+  with pytest.raises(ValueError, match=r"claim 'fig3.mone_matches_vit': relation='beats', tolerance=None differ from its declared rule"):
+    claims.trained("fig3.mone_matches_vit", "c", "p", mone, base, relation="beats")
+  with pytest.raises(ValueError, match="claim 'x.undeclared': no chapter declares its rule"):
+    claims.trained("x.undeclared", "c", "p", mone, base, relation="beats")
+  with pytest.raises(ValueError, match=r"Claim.rule must be \(relation, tolerance\) with relation one of"):
+    declarations.Claim("x.y", rule=("better", 0.0))
+  with pytest.raises(ValueError, match="tolerance >= 0"):
+    declarations.Claim("x.y", rule=("matches", -1.0))
+
+
+def test_every_committed_trained_claim_was_decided_by_its_declared_rule():
+  from mone import results
+  trained = [c for cs in claims.load(results.RESULTS).values() for c in cs if c["kind"] == "trained"]
+  assert len(trained) > 20
+  assert [c["id"] for c in trained if (c["relation"], c["tolerance"]) != declarations.rule(c["id"])] == []

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mone.chapters import claims, cli, plan_readout, preregistration, significance
+from mone.chapters import claims, cli, declarations, plan_readout, preregistration, significance
 
 FIVE = (-1.0, -2.5, 0.5, -1.5, -2.0)
 TEN = FIVE + (-1.2, -2.2, -0.8, -1.9, -1.4)
@@ -71,8 +71,8 @@ def test_once_read_each_claim_shows_its_plan_and_its_ten_seeds_with_the_family_w
 def test_a_changed_definition_is_shown_with_what_the_plan_records(monkeypatch):
   five = _chapters(FIVE, (0.3, -0.2, 0.1, 0.4, -0.5))
   plan = _plan(five)
-  wider = {"03_figure3_images": [claims.trained("fig3.mone_matches_vit", "text", "paper", {0: 0.3, 1: -0.2, 2: 0.1},
-                                                relation="matches", tolerance=2.0), five["03_figure3_images"][1]]}
+  wider = {"03_figure3_images": [{**claims.trained("fig3.mone_matches_vit", "text", "paper", {0: 0.3, 1: -0.2, 2: 0.1}),
+                                  "tolerance": 2.0}, five["03_figure3_images"][1]]}  # as a wider rule records it
   assert "| **changed**, not recorded |" in _row(plan_readout.table(plan, wider, (0, 0, 3), "seed_plan_10.json"),
                                                    "fig3.mone_matches_vit")
   monkeypatch.setitem(preregistration.DEVIATIONS, "seed_plan_10.json",
@@ -132,7 +132,7 @@ OPEN_TEN = (-1.0, 2.5, 0.5, -1.5, -2.0, 1.2, -2.2, 0.8, -1.9, 1.4)
 
 
 def _beats(diffs, **kw):
-  return claims.trained("fig3.mone_beats_matvit", "text", "paper", dict(enumerate(diffs)), relation="beats", tolerance=0.0, **kw)
+  return claims.trained("fig3.mone_beats_matvit", "text", "paper", dict(enumerate(diffs)), **kw)
 
 
 def _as_preregistered(c):
@@ -179,10 +179,10 @@ def test_a_claim_changed_after_this_plan_is_counted_with_the_frozen_definition(m
   five = _chapters(FIVE, (0.3, -0.2, 0.1, 0.4, -0.5))
   plan = _plan(five)
   frozen = _beats(TEN)  # ruled out with the frozen tolerance
-  changed = claims.trained("fig3.mone_beats_matvit", "text", "paper", dict(enumerate(TEN)), relation="matches",
-                           tolerance=3.0)
-  matches = claims.trained("fig3.mone_matches_vit", "text", "paper", dict(enumerate(MATCHES_TEN)), relation="matches",
-                           tolerance=1.0)
+  with monkeypatch.context() as m:  # decided under another declared rule than the plan froze
+    m.setattr(declarations, "rule", lambda cid: ("matches", 3.0))
+    changed = claims.trained("fig3.mone_beats_matvit", "text", "paper", dict(enumerate(TEN)))
+  matches = claims.trained("fig3.mone_matches_vit", "text", "paper", dict(enumerate(MATCHES_TEN)))
   # changed and not recorded, with no result under the frozen definition: refused, nothing written
   _results(tmp_path, significance.annotate({"03_figure3_images": [matches, changed]}), plan)
   out = tmp_path / "readout.md"

@@ -381,7 +381,7 @@ def test_figure3_claims_pair_the_seeds_that_trained_both_arms_and_interpolate_th
   # seeds 1 and 2 trained ViT and MoNE only (a seed study): they decide the match, not MatViT/MoD
   by_seed = {0: _curves(60.0, 60.0), 1: {("v", "ViT"): [_point(0.02, 61.0)], ("v", "MoNE"): [_point(0.01, 61.2, 0.4)]},
              2: {("v", "ViT"): [_point(0.02, 62.0)], ("v", "MoNE"): [_point(0.01, 61.9, 0.4)]}}
-  out = {c["id"]: c for c in comparisons.figure3(by_seed, "v", 1.0)}
+  out = {c["id"]: c for c in comparisons.figure3(by_seed, "v")}
   assert out["fig3.mone_matches_vit"]["n_seeds"] == 3 and out["fig3.mone_matches_vit"]["verdict"] == "reproduced"
   assert out["fig3.mone_matches_vit"]["per_seed"] == pytest.approx([0.0, 0.2, -0.1])
   assert out["fig3.flops_reduction"]["measured"] == pytest.approx(2.0)
@@ -391,13 +391,13 @@ def test_figure3_claims_pair_the_seeds_that_trained_both_arms_and_interpolate_th
   assert {c["verdict"] for k, c in out.items() if k in ("fig3.mone_beats_matvit", "fig3.mone_beats_mod")} == {"inconclusive"}
   # Every model at three seeds: MatViT and MoD are decided too, each seed against its own baseline.
   full = {s: _curves(60.0 + s, 60.0, matvit=((0.005, 40.0 + s), (0.02, 60.0)), mod=(0.009, 50.0 - s)) for s in (0, 1, 2)}
-  out = {c["id"]: c for c in comparisons.figure3(full, "v", 1.0)}
+  out = {c["id"]: c for c in comparisons.figure3(full, "v")}
   assert out["fig3.mone_beats_matvit"]["per_seed"] == pytest.approx([14.0, 58.0 + 1 - (41.0 + 19 * 3 / 15), 58.0 + 2 - (42.0 + 18 * 3 / 15)])
   assert out["fig3.mone_beats_matvit"]["verdict"] == "reproduced"
   assert out["fig3.mone_beats_mod"]["per_seed"] == pytest.approx([9.0, 11.0, 13.0]) and out["fig3.mone_beats_mod"]["verdict"] == "reproduced"
   assert out["fig3.mone_matches_vit"]["verdict"] == "inconclusive"  # +0, +1, +2: the CI reaches past 1 point
   # One seed decides nothing; outside MatViT's range: not testable.
-  single = {c["id"]: c for c in comparisons.figure3({0: _curves(60.0, 60.0, matvit=((0.015, 40.0), (0.02, 60.0)))}, "v", 1.0)}
+  single = {c["id"]: c for c in comparisons.figure3({0: _curves(60.0, 60.0, matvit=((0.015, 40.0), (0.02, 60.0)))}, "v")}
   assert single["fig3.mone_matches_vit"]["verdict"] == "inconclusive"
   assert single["fig3.mone_beats_matvit"]["verdict"] == "not testable"
 
@@ -407,13 +407,13 @@ def test_figure4_claims_pair_seeds_and_are_inconclusive_when_a_run_stayed_on_the
   seed_only = lambda vit, mone: {("temporal", "ViViT"): [_point(0.02, vit)], ("temporal", "MoNE"): [_point(0.01, mone, 0.4)]}
   by_seed = {0: video(_curves(60.5, 60.0)), 1: seed_only(61.0, 61.4), 2: seed_only(62.0, 62.6),
              3: {("appearance", "ViViT"): [_point(0.02, 10.0, learned=False)]}}  # another task's plateau is not this one's
-  out = {c["id"]: c for c in comparisons.figure4(by_seed, "temporal", "SSv2", 1.0, 1.95)}
+  out = {c["id"]: c for c in comparisons.figure4(by_seed, "temporal", "SSv2", 1.95)}
   assert out["fig4.temporal.mone_no_drop"]["verdict"] == "reproduced" and out["fig4.temporal.mone_no_drop"]["n_seeds"] == 3
   assert out["fig4.temporal.mone_no_drop"]["per_seed"] == pytest.approx([0.5, 0.4, 0.6])
   assert out["fig4.temporal.flops_reduction"]["verdict"] == "reproduced"
   assert out["fig4.temporal.mone_beats_matvivit"]["n_seeds"] == 1  # MatViViT at seed 0 only
   by_seed[1][("temporal", "MoNE")] = [_point(0.01, 61.4, 0.4, learned=False)]
-  out = {c["id"]: c for c in comparisons.figure4(by_seed, "temporal", "SSv2", 1.0, 1.95)}
+  out = {c["id"]: c for c in comparisons.figure4(by_seed, "temporal", "SSv2", 1.95)}
   assert out["fig4.temporal.mone_no_drop"]["verdict"] == "inconclusive"
   assert out["fig4.temporal.mone_no_drop"]["why"] == "a compared run never left the chance plateau"
 
@@ -496,11 +496,11 @@ def test_the_exploratory_router_claim_takes_the_capacity_most_seeds_have_and_sta
 def test_figure4_claims_are_not_testable_until_a_seed_has_both_arms():
   pt = lambda g, a, e_c=None, w=None: {"gflops": g, "accuracy_pct": a, "e_c": e_c, "width_index": w, "learned": True}
   only_dense = {2: {("temporal", "ViViT"): [pt(2.0, 95.0)]}}
-  got = comparisons.figure4(only_dense, "temporal", "SSv2", 1.0, 1.95)
+  got = comparisons.figure4(only_dense, "temporal", "SSv2", 1.95)
   assert [c["verdict"] for c in got] == ["not testable"] * 3
   assert [c["id"] for c in got] == ["fig4.temporal.mone_no_drop", "fig4.temporal.flops_reduction", "fig4.temporal.mone_beats_matvivit"]
   both = {2: {**only_dense[2], ("temporal", "MoNE"): [pt(1.0, 94.5, 0.4)]}}
-  no_drop, reduction, _ = comparisons.figure4(both, "temporal", "SSv2", 1.0, 1.95)
+  no_drop, reduction, _ = comparisons.figure4(both, "temporal", "SSv2", 1.95)
   assert no_drop["n_seeds"] == 1 and no_drop["verdict"] == "inconclusive" and reduction["measured"] == 2.0
 
 
@@ -508,10 +508,10 @@ def test_figure3_says_a_planned_iso_flops_run_is_not_testable_until_it_lands():
   pt = lambda g, a, e_c=None: {"gflops": g, "accuracy_pct": a, "e_c": e_c, "width_index": None, "learned": True}
   by_seed = {0: {("v", "ViT"): [pt(2.0, 88.0)], ("v", "MoNE"): [pt(0.5, 84.0, 0.2), pt(0.9, 87.0, 0.4)]}}
   ids = lambda out: {c["id"]: c["verdict"] for c in out}
-  assert "fig3.iso_flops_helps" not in ids(comparisons.figure3(by_seed, "v", 1.0))
-  assert ids(comparisons.figure3(by_seed, "v", 1.0, iso_planned=True))["fig3.iso_flops_helps"] == "not testable"
+  assert "fig3.iso_flops_helps" not in ids(comparisons.figure3(by_seed, "v"))
+  assert ids(comparisons.figure3(by_seed, "v", iso_planned=True))["fig3.iso_flops_helps"] == "not testable"
   by_seed[0]["v", "MoNE-isoFLOPs"] = [pt(0.5, 85.0, 0.2)]
-  assert ids(comparisons.figure3(by_seed, "v", 1.0, iso_planned=True))["fig3.iso_flops_helps"] == "inconclusive"
+  assert ids(comparisons.figure3(by_seed, "v", iso_planned=True))["fig3.iso_flops_helps"] == "inconclusive"
 
 
 def test_against_dense_pairs_each_point_with_its_own_seed_and_training_compute_is_relative_to_dense():

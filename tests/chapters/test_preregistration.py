@@ -8,17 +8,18 @@ import pytest
 from mone.chapters import claims, cli, pages, preregistration, significance, verdicts
 
 
-def _claim(cid="fig3.mone_beats_matvit", diffs=(-1.0, -2.5, 0.5, -1.5, -2.0), **kw):
-  return claims.trained(cid, "text", "paper", dict(enumerate(diffs)), relation=kw.pop("relation", "beats"),
-                        tolerance=kw.pop("tolerance", 0.0), **kw)
+def _claim(cid="fig3.mone_beats_matvit", diffs=(-1.0, -2.5, 0.5, -1.5, -2.0), **recorded):
+  """A claim as the chapter decides it, with `recorded` fields as a claims.json written under another
+  definition would hold them."""
+  return {**claims.trained(cid, "text", "paper", dict(enumerate(diffs))), **recorded}
 
 
 def test_a_changed_definition_stops_the_check_unless_a_deviation_is_recorded(monkeypatch):
-  chapters = {"03_figure3_images": [_claim(), _claim("fig3.mone_matches_vit", relation="matches", tolerance=1.0)]}
+  chapters = {"03_figure3_images": [_claim(), _claim("fig3.mone_matches_vit")]}
   plan = {"claims": preregistration.frozen(chapters, 10)}
   assert preregistration.check(plan, "seed_plan_10.json", chapters) == []
   changed = copy.deepcopy(chapters)
-  changed["03_figure3_images"][1] = _claim("fig3.mone_matches_vit", relation="matches", tolerance=2.0)  # a wider tolerance
+  changed["03_figure3_images"][1] = _claim("fig3.mone_matches_vit", tolerance=2.0)  # a wider tolerance
   problems = preregistration.check(plan, "seed_plan_10.json", changed)
   assert len(problems) == 1 and problems[0].startswith("fig3.mone_matches_vit: its definition changed") and "(tolerance)" in problems[0]
   monkeypatch.setitem(preregistration.DEFINITIONS, "fig3.mone_beats_matvit",
@@ -32,7 +33,7 @@ def test_a_changed_definition_stops_the_check_unless_a_deviation_is_recorded(mon
 
 def test_a_claim_without_a_definition_is_refused():
   with pytest.raises(KeyError, match="fig9.unknown"):
-    preregistration.definition(_claim("fig9.unknown"))
+    preregistration.definition(claims.trained("fig9.unknown", "text", "paper", {0: 1.0}, relation="beats", tolerance=0.0))
 
 
 def test_the_make_figures_check_stops_on_a_changed_planned_claim(tmp_path):

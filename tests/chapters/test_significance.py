@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claims, significance, stats, verdicts
+from mone.chapters import claims, declarations, significance, stats, verdicts
 
 
 def test_holm_keeps_only_what_the_step_down_procedure_keeps():
@@ -50,9 +50,10 @@ def test_seeds_to_decide_is_the_fewest_seeds_with_80_percent_power_by_the_noncen
 
 @pytest.mark.slow
 @pytest.mark.parametrize("relation,tolerance", [("beats", 0.0), ("matches", 1.0)])
-def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tolerance):
+def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tolerance, monkeypatch):
   # A family unpaired by design: p < 0.05 exactly when Welch's interval decides the verdict, the
   # p-value is scipy's Welch test, and the seeds that decide it are Welch's too.
+  monkeypatch.setattr(declarations, "rule", lambda cid: (relation, tolerance))  # the rule under test, as if declared
   rng = np.random.default_rng(2)
   checked = {"reproduced": 0, "not reproduced": 0, "inconclusive": 0}
   for _ in range(100):  # each draw bisects Welch's simulated power for its seeds: about 0.1 s
@@ -60,8 +61,7 @@ def test_an_unpaired_claims_p_and_seeds_come_from_welchs_interval(relation, tole
     spread_a, spread_b = np.exp(rng.uniform(np.log(0.05), np.log(3), 2))  # log-uniform: every verdict occurs
     a, b = rng.normal(rng.normal(0, 2), spread_a, n), rng.normal(0, spread_b, n)
     a, b = np.round(a, 2), np.round(b, 2)  # as accuracies in points: claims.json keeps them exactly (4 digits)
-    c = claims.trained("fig5.video_gentler_than_images", "c", "p", dict(enumerate(a)), dict(enumerate(b)),
-                       relation=relation, tolerance=tolerance)
+    c = claims.trained("fig5.video_gentler_than_images", "c", "p", dict(enumerate(a)), dict(enumerate(b)))
     assert c["test"] == "welch"
     mean, se, df = significance.interval(c)
     assert (mean, se, df) == stats.welch(a, b)  # the verdict's own interval, to the last bit

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mone import results
-from mone.chapters import stats, table1, verdicts
+from mone.chapters import declarations, stats, table1, verdicts
 from mone.runs import experiments, plan
 from mone.configs import profiles
 
@@ -84,7 +84,7 @@ def test_claims_without_runs_are_not_testable_but_the_budgets_are_decided():
   assert [c["verdict"] for c in got] == ["reproduced"] * 2 + ["not testable"] * 4
 
 
-def test_claims_compare_mone_with_each_allocation_over_paired_seeds():
+def test_claims_compare_mone_with_each_allocation_over_paired_seeds(monkeypatch):
   runs = _runs(mone03=0.90, mone04=0.92, proportionate=0.905, uniform=0.95, mod_greedy=0.88, greedy=0.915)
   got = {c["id"]: c for c in table1.chapter_claims(runs)}
   # within 1 point below Proportionate: "at least as accurate"
@@ -93,10 +93,12 @@ def test_claims_compare_mone_with_each_allocation_over_paired_seeds():
   assert got["table1.mone04_vs_uniform"]["verdict"] == "not reproduced"  # 3 points below
   assert got["table1.mone04_vs_mod_greedy"]["verdict"] == "reproduced"  # 4 points above
   assert got["table1.mone04_vs_greedy"]["measured"] == pytest.approx(0.5) and got["table1.mone04_vs_greedy"]["n_seeds"] == 3
-  # two seeds decide nothing; the tolerance is the caller's
+  # two seeds decide nothing; the tolerance is the declared one
   two = {c["id"]: c for c in table1.chapter_claims([r for r in runs if r[1] < 2])}
   assert two["table1.mone03_vs_proportionate"]["verdict"] == "inconclusive"
-  strict = {c["id"]: c for c in table1.chapter_claims(runs, tolerance=0.25)}
+  declared = declarations.rule
+  monkeypatch.setattr(declarations, "rule", lambda cid: ("no_worse", 0.25) if cid.endswith("_vs_proportionate") else declared(cid))
+  strict = {c["id"]: c for c in table1.chapter_claims(runs)}
   assert strict["table1.mone03_vs_proportionate"]["verdict"] == "not reproduced"
 
 
