@@ -7,6 +7,7 @@ file written outside a notebook::
                                                             the verdicts that changed between two results folders
   devices OUT                                               the device-effect page (book/devices.md)
   throughput OUT                                            the training-throughput page (book/training_throughput.md)
+  recalibration-page OUT                                    the next profile's calibration page (book/calibration.md)
   speed OUT [--results DIR]                                 chapter 08's measurements in full (book/speed_investigations.md)
   readout OUT --plan PLAN [--figure PNG]                    a seed plan's frozen claims: as planned, as
                                                             expected and as its seeds decide them
@@ -24,7 +25,8 @@ from pathlib import Path
 
 from mone import results
 from mone.chapters import (calibration, chapter, claim_plots, claims, devices, headlines, pages, plan_readout,
-                           preregistration, seed_plans, significance, speed_investigations, training_speed, verdicts)
+                           preregistration, recalibration_page, seed_plans, significance, speed_investigations,
+                           training_speed, verdicts)
 from mone.runs import plan, recalibration
 from mone.models import kinds
 
@@ -209,6 +211,11 @@ def parser() -> argparse.ArgumentParser:
                      description="The training-throughput page, from the committed benchmark file.")
   p.add_argument("out", help="the Markdown page to write, e.g. book/training_throughput.md")
   p.set_defaults(run=lambda args: _write_if_changed(Path(args.out), training_speed.page_at(args.out)))
+
+  p = sub.add_parser("recalibration-page", help="the next profile's calibration: every candidate's validation curves "
+                     "and its runs against the frozen rules", description=recalibration_page.__doc__.split("\n\n")[0])
+  p.add_argument("out", help="the Markdown page to write, e.g. book/calibration.md")
+  p.set_defaults(run=lambda args: _write_if_changed(Path(args.out), recalibration_page.page(out=args.out)))
 
   p = sub.add_parser("speed", help="chapter 08's measurements in full, from results/bench/",
                      description=speed_investigations.__doc__.split("\n\n")[0])

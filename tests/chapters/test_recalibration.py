@@ -146,3 +146,36 @@ def test_a_run_file_without_its_code_version_is_refused(tmp_path):
   # Every committed calibration run records it.
   committed = sorted((results.RESULTS / rc.FOLDER / "runs").glob("*.json"))
   assert committed and all(results.require_provenance(results.read_json(p), p) for p in committed)
+
+
+def _land(root, task, candidate, stage, arm, files):
+  """Writes run files {seed or 'twin': run file} of one arm under the results folder `root`."""
+  for key, m in files.items():
+    run = rc.Run(task, candidate, arm, rc.SEEDS[0] if key == "twin" else key, twin=key == "twin")
+    path = run.run_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results.atomic_write_json(path, {**m, "test_accuracy": 0.123456})
+
+
+def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_accuracy(tmp_path, monkeypatch):
+  from mone.chapters import recalibration_page
+  monkeypatch.setattr(results, "RESULTS", tmp_path)  # the figures land under the same folder
+  first = rc.CANDIDATES["temporal"][0][0]
+  passing = {s: _run_file(0.95 - 0.01 * i) for i, s in enumerate(rc.SEEDS)} | {"twin": _run_file(0.95)}
+  _land(tmp_path, "temporal", first, "A", "temporal:vit", passing)
+  stalled = {rc.SEEDS[0]: _run_file(0.9, early=0.13), rc.SEEDS[1]: _run_file(0.9, slope=0.01)}
+  _land(tmp_path, "temporal", first, "A", "temporal:matvit", stalled)
+  out = tmp_path / "book" / "calibration.md"
+  page = recalibration_page.page(tmp_path, out)
+  rows = [line for line in page.splitlines() if line.startswith("| temporal:")]
+  assert len(rows) == 4 + 2
+  verdict = rc.check_arm({s: passing[s] for s in rc.SEEDS}, passing["twin"])
+  assert verdict["passes"] and "| temporal:vit | 100 | 50.0 | yes | +0.00 | yes | 95.0 | **passes** (median 94.0%" in page
+  # an arm with seeds to come is not judged; its runs' readings are shown, the stalled ones marked
+  assert "| temporal:matvit | 100 | 13.0 | **no** | +0.00 | yes | 90.0 | 2 of 4 runs landed |" in page
+  assert "| temporal:matvit | 101 | 50.0 | yes | +1.00 | **no** | 90.0 |  |" in page
+  assert "12.3" not in page and "test accuracy" in page  # said never shown, and not shown
+  assert f"**{rc.CANDIDATES['temporal'][1][0]}** (" in page and "no run yet" in page
+  png = tmp_path / recalibration_page.FIGURES / f"{first}.png"
+  assert png.exists() and f"](../{recalibration_page.FIGURES}/{first}.png)" in page
+  assert "- **temporal**: " + first + ", stage A, has" in page
