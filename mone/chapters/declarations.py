@@ -22,7 +22,7 @@ from mone.chapters.stats import RELATIONS
 
 # Book order: the registries list their chapters in it.
 MODULES = ["mone.chapters.figure1", "mone.chapters.table1", "mone.chapters.figure3", "mone.chapters.figure4",
-           "mone.chapters.figure5", "mone.chapters.figure6", "mone.chapters.figure7"]
+           "mone.chapters.figure5", "mone.chapters.figure6", "mone.chapters.figure7", "mone.chapters.speed_claims"]
 # The paper's three questions, the central one first: the landing page answers in this order (a family
 # not listed here comes after them, in book order).
 FAMILY_ORDER = ("Accuracy per FLOP", "Adaptation", "Routing")
@@ -122,12 +122,23 @@ def _pairing(chapters) -> dict[str, tuple[str, str]]:
   return {c.id: c.pairing for ch in chapters for c in ch.claims if c.pairing is not None}
 
 
+def declaring(claim_id: str) -> Claim | None:
+  """The declared claim that covers `claim_id`: the claim itself, else the longest declared family
+  ("fig4.") it starts or declared id it continues after a "." (one claim per e_c); None if none."""
+  owners = [c for ch in declared() for c in ch.claims if _covers(c.id, claim_id)]
+  return max(owners, key=lambda c: len(c.id)) if owners else None
+
+
+def _covers(declared_id: str, claim_id: str) -> bool:
+  return claim_id == declared_id or claim_id.startswith(declared_id if declared_id.endswith(".") else declared_id + ".")
+
+
 def rule(claim_id: str) -> tuple[str, float] | None:
   """(relation, tolerance) a claim is decided by: its own declared rule, or that of the longest declared
   id it continues after a "." (fig6.learned_beats_random.e_c03: fig6.learned_beats_random's); None
   where no declaration gives one."""
   table = _rules(declared())
-  owners = [c for c in table if claim_id == c or claim_id.startswith(c if c.endswith(".") else c + ".")]
+  owners = [c for c in table if _covers(c, claim_id)]
   return table[max(owners, key=len)] if owners else None
 
 

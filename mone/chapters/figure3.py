@@ -30,6 +30,7 @@ CHAPTER = Chapter("Figure 3", "fig3.", "Accuracy per FLOP", (
           metric=f"MoNE's {ACCURACY} interpolated linearly over its e_c curve at MoD's inference FLOPs, minus MoD's",
           rule=BEATS),
     Claim("fig3.iso_flops_helps", rule=BEATS),
+    Claim("fig3.flops_reduction"),  # arithmetic
 ))
 POINT_COLUMNS = ["variant", "label", "e_c", "width_index", "gflops", "accuracy_pct", "accuracy_min", "accuracy_max", "n_seeds"]
 

@@ -34,6 +34,9 @@ CHAPTER = Chapter("Figure 4", "fig4.", "Accuracy per FLOP", (
           rule=("no_worse", headlines.TOLERANCE)),
     Claim("fig4.temporal.mone_beats_matvivit", metric=_CHEAPEST,
           arms=("temporal: MoNE e_c=0.3, 0.4", Arm("temporal", "matvit")), rule=BEATS),
+    # arithmetic: the paper's SSv2 GFLOPs recomputed, each task's FLOP reduction
+    Claim("fig4.ssv2_vivit_gflops"), Claim("fig4.ssv2_mone_gflops"),
+    *(Claim(f"fig4.{task}.flops_reduction") for task in TASKS),
 ))
 CAVEAT = "the temporal claims (`fig4.temporal.*`) compare models that this task barely separates"
 

@@ -29,6 +29,7 @@ CHAPTER = Chapter("Table 1", "table1.", "Accuracy per FLOP", (
     Claim("table1.", ("paired", f"MoNE under other capacity allocations on one video task: {SAME_SEED}")),
     *(Claim(headlines.table1_id(arm, e_c), metric=ACCURACY, arms=(Arm("temporal", "mone", e_c), arm),
             rule=headlines.table1_rule(arm)) for arm, e_c in headlines.TABLE1),
+    *(Claim(f"table1.{name}_budget") for name, _, _ in BUDGETS),  # arithmetic (`budget_claims`)
 ))
 CAVEAT = "Table 1's accuracy comparisons (`table1.mone*`), trained on it, compare allocations that it barely separates"
 
