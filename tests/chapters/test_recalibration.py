@@ -172,7 +172,7 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   verdict = rc.check_arm({s: passing[s] for s in rc.SEEDS}, passing["twin"])
   assert verdict["passes"] and "| temporal:vit | 100 | 50.0 | yes | +0.00 | yes | 95.0 | **passes** (median 94.0%" in page
   # an arm with seeds to come is not judged; its runs' readings are shown, the stalled ones marked
-  assert "| temporal:matvit | 100 | 13.0 | **no** | +0.00 | yes | 90.0 | 2 of 4 runs landed |" in page
+  assert "| temporal:matvit | 100 | 13.0 | **no** | +0.00 | yes | 90.0 | 2 of 4 runs trained |" in page
   assert "| temporal:matvit | 101 | 50.0 | yes | +1.00 | **no** | 90.0 |  |" in page
   assert "12.3" not in page and "test accuracy" in page  # said never shown, and not shown
   assert f"**{rc.CANDIDATES['temporal'][1][0]}** (" in page and "no run yet" in page
