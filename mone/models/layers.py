@@ -240,9 +240,9 @@ class Block(nn.Module):
     # changes store their cotangent once (materialize_grad): otherwise XLA:CPU fuses the
     # transpose into each group's three consumers (weight-gradient dot, data-gradient dot, bias
     # sum) as a slow strided copy per consumer. Same values, ~10% off a MoNE training step
-    # (ViT-S/16, CPU). The reference's cotangent is changed back to token-major inside that
-    # store (`heads_stored`): 42 of a small-profile image MoNE step's 607 MB written, 1.03-1.1x
-    # its step time, bit-identical on the CPU.
+    # (ViT-S/16, CPU). Index-free, the reference's cotangent turns token-major inside that store
+    # (`heads_stored`): a small-profile image MoNE step writes 565 MB, not 657; 1.03-1.1x its
+    # step time, bit-identical on the CPU.
     fence = materialize_grad if len(hs) > 1 and barrier else (lambda t: t)
     mm = lambda x, w: linear(x, w, self.weight_grad)
     qkv = jnp.concatenate([mm(layer_norm(h, ln1_s[:d], ln1_b[:d]), nested("qkv_kernel", w_qkv, d, 0)) + b_qkv
