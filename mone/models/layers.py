@@ -130,11 +130,14 @@ def materialize_grad(tree):
   return tree
 
 
+def _stored(f, tree):
+  """f(tree), computed inside a conditional XLA cannot fuse through (see `materialize_grad`)."""
+  first = [t for t in jax.tree_util.tree_leaves(tree) if t.size][0]
+  return jax.lax.cond(jnp.isnan(first.ravel()[0]), f, lambda t: jax.lax.optimization_barrier(f(t)), tree)
+
+
 def _materialize_bwd(_, g):
-  leaves = [t for t in jax.tree_util.tree_leaves(g) if t.size]
-  if not leaves:
-    return (g,)
-  return (jax.lax.cond(jnp.isnan(leaves[0].ravel()[0]), lambda t: t, jax.lax.optimization_barrier, g),)
+  return (_stored(lambda t: t, g),) if any(t.size for t in jax.tree_util.tree_leaves(g)) else (g,)
 
 
 materialize_grad.defvjp(lambda tree: (tree, None), _materialize_bwd)
@@ -241,7 +244,7 @@ class Block(nn.Module):
     # transpose into each group's three consumers (weight-gradient dot, data-gradient dot, bias
     # sum) as a slow strided copy per consumer. Same values, ~10% off a MoNE training step
     # (ViT-S/16, CPU). Index-free, the reference's cotangent turns token-major inside that store
-    # (`heads_stored`): a small-profile image MoNE step writes 565 MB, not 657; 1.03-1.1x its
+    # (`heads_stored`): a small-profile image MoNE step writes 565 MB, not 657; 1.02-1.15x its
     # step time, bit-identical on the CPU.
     fence = materialize_grad if len(hs) > 1 and barrier else (lambda t: t)
     mm = lambda x, w: linear(x, w, self.weight_grad)
@@ -292,11 +295,7 @@ def heads_stored(qkv, num_heads):
   return _heads(qkv, num_heads)
 
 
-def _heads_bwd(num_heads, _, g):
-  return (jax.lax.cond(jnp.isnan(g[0].ravel()[0]), _tokens, lambda g: jax.lax.optimization_barrier(_tokens(g)), g),)
-
-
-heads_stored.defvjp(lambda qkv, num_heads: (_heads(qkv, num_heads), None), _heads_bwd)
+heads_stored.defvjp(lambda qkv, num_heads: (_heads(qkv, num_heads), None), lambda _, __, g: (_stored(_tokens, g),))
 
 
 def cast_floating(tree, dtype):
