@@ -244,14 +244,15 @@ class Block(nn.Module):
     # transpose into each group's three consumers (weight-gradient dot, data-gradient dot, bias
     # sum) as a slow strided copy per consumer. Same values, ~10% off a MoNE training step
     # (ViT-S/16, CPU). Index-free, the reference's cotangent turns token-major inside that store
-    # (`heads_stored`): a small-profile image MoNE step writes 565 MB, not 657; 1.02-1.15x its
-    # step time, bit-identical on the CPU.
+    # (`heads_stored`), for one group too: a small-profile training step writes 565 MB, not 657
+    # (image MoNE), 552 not 594 (ViT), 1826 not 1994 (MatViT); 1.00-1.15x its step time
+    # (MatViT 1.03x, ViT 1.00-1.02x), bit-identical on the CPU.
     fence = materialize_grad if len(hs) > 1 and barrier else (lambda t: t)
     mm = lambda x, w: linear(x, w, self.weight_grad)
     qkv = jnp.concatenate([mm(layer_norm(h, ln1_s[:d], ln1_b[:d]), nested("qkv_kernel", w_qkv, d, 0)) + b_qkv
                            for h, d in zip(hs, widths)], axis=1)  # [B, N, 3D]
     if impl == "xla":
-      q, k, v = heads_stored(qkv, H) if fence is materialize_grad else _heads(qkv, H)  # [B, H, N, c] each
+      q, k, v = heads_stored(qkv, H) if barrier else _heads(qkv, H)  # [B, H, N, c] each
       att = jnp.swapaxes(attention(q, k, v), 1, 2)  # [B, N, H, c]
     else:
       qkv = fence(qkv).reshape(*qkv.shape[:2], 3, H, D // H)  # [B, N, 3, H, c]

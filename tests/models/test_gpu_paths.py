@@ -151,11 +151,11 @@ def _exported_grad(kind, backend, dtype=jnp.float32, **paths):
   return jax.export.export(jax.jit(jax.grad(loss)), platforms=("cuda",))(_params(kind), X).mlir_module()
 
 
-@pytest.mark.parametrize("kind,per_block", [("mone", 3), ("vit", 1)])
+@pytest.mark.parametrize("kind,per_block", [("mone", 3), ("vit", 2)])
 def test_the_gpu_program_has_no_conditional_unless_the_barrier_is_forced(kind, per_block):
   """Lowered for CUDA here, without a GPU (StableHLO; nothing is compiled). The barrier is a
-  `case` per fence: three per routed block (qkv, attention output, block output), one per dense
-  block. A model built for backend "cuda" leaves it out at "auto"; one built on the CPU's default
+  `case` per fence: three per routed block (qkv, attention output, block output), two per dense
+  block (qkv, block output). A model built for backend "cuda" leaves it out at "auto"; one built on the CPU's default
   keeps the CPU's choice even when exported for CUDA, which is why the models take a backend.
   (cuDNN's attention does not lower without cuDNN installed, so these use float32, where "auto"
   is the reference attention on a GPU too.)"""
@@ -173,11 +173,11 @@ def test_every_model_passes_its_backend_to_every_block():
   video_cfg = config.vivit("tiny/8x2")
   video = jax.random.normal(jax.random.key(2), (1, video_cfg.num_frames, 32, 32, 3))
   tokens = jax.random.normal(jax.random.key(3), (2, 16, 32))
-  models = {  # name: (make(backend), input, capacities or None, the CPU's conditionals: 3 a routed block, 1 a dense)
+  models = {  # name: (make(backend), input, capacities or None, the CPU's conditionals: 3 a routed block, 2 a dense)
       "mone": (lambda b: kinds.build(SMOKE.model, "mone", backend=b), X, CAPS, 3 * SMOKE.model.depth),
-      "mod": (lambda b: kinds.build(SMOKE.model, "mod", backend=b), X, None, SMOKE.model.depth),
+      "mod": (lambda b: kinds.build(SMOKE.model, "mod", backend=b), X, None, 2 * SMOKE.model.depth),
       "vivit-mone": (lambda b: kinds.build(video_cfg, "mone", backend=b), video, CAPS,
-                     3 * video_cfg.depth + video_cfg.temporal_depth),
+                     3 * video_cfg.depth + 2 * video_cfg.temporal_depth),
       "encoder": (lambda b: nested.NestedEncoder(32, 2, 2, 64, backend=b), tokens, CAPS, 3 * 2),
   }
   for name, (make, x, caps, cpu_conds) in models.items():
