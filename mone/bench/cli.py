@@ -86,6 +86,10 @@ def parser() -> argparse.ArgumentParser:
                   help="compare glibc's malloc with tcmalloc from --training files (with --pair) run in sittings: "
                        "GLIBC TCMALLOC [GLIBC TCMALLOC ...], each pair at once on the two cores (training.allocators); "
                        "writes --json (default results/bench/cpu-training-tcmalloc.json)")
+  tr.add_argument("--versions", nargs="+", default=None, metavar="FILE",
+                  help="compare an earlier commit's --training files (with --pair) with a later one's, run in sittings on "
+                       "one machine: BEFORE AFTER [BEFORE AFTER ...], each pair at once on the two cores "
+                       "(training.versions); writes --json (default results/bench/cpu-training-versions.json)")
   rep = ap.add_argument_group("the GPU report (--report; mone.bench.report)")
   rep.add_argument("--report", action="store_true",
                    help="check every GPU speed path against its reference and time it (ViT-B/16, ViViT-B/16x2) "
@@ -170,14 +174,18 @@ def run(args):
   """The benchmark of parsed arguments (see `parser`)."""
   if args.report:
     return report.run(args, machine())
-  if args.allocators:
-    if len(args.allocators) % 2:
-      raise ValueError(f"--allocators takes files in pairs (glibc's, tcmalloc's); got {len(args.allocators)}")
-    files = [results.read_json(f) for f in args.allocators]
-    out = training.allocators(list(zip(files[::2], files[1::2])))
-    path = args.json or str(results.results_root() / "bench" / "cpu-training-tcmalloc.json")
-    results.atomic_write_json(path, {"files": args.allocators, "machines": [f["machine"] for f in files], **out})
-    print(f"wrote {path}: tcmalloc over glibc by kind {out['with_overrides']['by_kind']}")
+  for flag, names, compare, default in (("allocators", "glibc's, tcmalloc's", training.allocators, "cpu-training-tcmalloc.json"),
+                                        ("versions", "before, after", training.versions, "cpu-training-versions.json")):
+    given = getattr(args, flag)
+    if not given:
+      continue
+    if len(given) % 2:
+      raise ValueError(f"--{flag} takes files in pairs ({names}); got {len(given)}")
+    files = [results.read_json(f) for f in given]
+    out = compare(list(zip(files[::2], files[1::2])))
+    path = args.json or str(results.results_root() / "bench" / default)
+    results.atomic_write_json(path, {"files": given, "machines": [f["machine"] for f in files], **out})
+    print(f"wrote {path}: {names.split(', ')[1]} over {names.split(', ')[0]} by kind {out['cumulative']['by_kind']}")
     return out
   if args.training:
     return main_training(args)

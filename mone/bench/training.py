@@ -243,6 +243,36 @@ def allocators(sittings: list[tuple[dict, dict]]) -> dict:
     if (glibc["machine"].get("allocator"), tcm["machine"].get("allocator")) != ("glibc", "tcmalloc"):
       raise ValueError("each sitting is (glibc's benchmark file, tcmalloc's); got allocators "
                        f"{glibc['machine'].get('allocator')!r} and {tcm['machine'].get('allocator')!r}")
+  out = _sittings(sittings)
+  out["mone_over_dense_tcmalloc"] = out.pop("mone_over_dense_after")
+  return out
+
+
+def versions(sittings: list[tuple[dict, dict]]) -> dict:
+  """An earlier commit of this code against a later one, each as its own training command ran it
+  (allocator included), in sittings as `allocators` takes them: (the earlier commit's file, the
+  later's), both measured with the same arms and `pair`, at once, one process per core, the cores
+  swapped between sittings. The two files come from one machine, so their ratio is the code's (and
+  allocator's) gain there, free of the machine's: `cumulative` (the later code with the pair's
+  overrides over the earlier code as the profile trained) is what the throughput targets measure."""
+  for before, after in sittings:
+    codes = (before["machine"].get("code"), after["machine"].get("code"))
+    if codes[0] == codes[1]:
+      raise ValueError(f"each sitting is (an earlier commit's benchmark file, a later one's); both ran {codes[0]!r}")
+    if before["machine"].get("cpu_model") != after["machine"].get("cpu_model"):
+      raise ValueError("a sitting's two files come from one machine; got "
+                       f"{before['machine'].get('cpu_model')!r} and {after['machine'].get('cpu_model')!r}")
+  out = _sittings(sittings)
+  # The later code's estimated runs with the overrides, per sitting: what a run of that code takes there.
+  fast = [[r for r in after["rows"] if r["overrides"]] for _, after in sittings]
+  out["run_s_after"] = [{r["arm"]: r["run"]["estimated_wall_s"] for r in rows} for rows in fast]
+  out["arms"] = {r["arm"]: {"kind": r["kind"], "recipe": r["recipe"]} for r in fast[0]}
+  return out
+
+
+def _sittings(sittings: list[tuple[dict, dict]]) -> dict:
+  """Per arm and setting, the second file's step rate over the first's, the geometric mean over the
+  sittings, and per kind the median over its arms (`allocators`, `versions`)."""
   def rows(f, overrides):
     return [r for r in f["rows"] if bool(r["overrides"]) == overrides]
   def ratios(num, den):
@@ -257,7 +287,7 @@ def allocators(sittings: list[tuple[dict, dict]]) -> dict:
     by_kind = {label: round(float(np.median([v for a, v in per_arm.items() if labels[a] == label])), 3)
                for label in dict.fromkeys(labels[a] for a in per_arm)}
     out[name] = {"per_arm": per_arm, "by_kind": by_kind}
-  out["mone_over_dense_tcmalloc"] = [t["summary_with_overrides"]["mone_over_dense"] for _, t in sittings]
+  out["mone_over_dense_after"] = [t["summary_with_overrides"]["mone_over_dense"] for _, t in sittings]
   return out
 
 

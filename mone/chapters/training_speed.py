@@ -17,6 +17,7 @@ from mone.models import kinds
 
 FILE = "cpu-training.json"
 ALLOCATORS = "cpu-training-tcmalloc.json"  # `python -m mone.bench --allocators`: tcmalloc against glibc
+VERSIONS = "cpu-training-versions.json"  # `python -m mone.bench --versions`: this code against the baseline's
 TARGET_STEP_SPEEDUP = 2.0      # every kind's step, GFLOP/s against its reference
 TARGET_MONE_OVER_DENSE = 0.8   # MoNE's GFLOP/s per core over the dense model's on the same recipe
 TARGET_IMAGE_RUN_S = 25 * 60   # a full headline image run (8,000 steps) on one core
@@ -130,6 +131,46 @@ def targets(doc: dict, alloc: dict | None = None) -> list[str]:
   return out
 
 
+def versions_text(v: dict) -> str:
+  """The later code against the baseline's (`mone.bench.training.versions`), timed on one machine: where
+  and how, the speed-ups by kind, and the targets read from it."""
+  before, after = v["machines"][0], v["machines"][1]
+  arms = list(v["cumulative"]["per_arm"])
+  head = ["", "as the profile trains", "with the faster settings", "this code, faster settings, over the baseline as the profile trained"]
+  rows = [[k, *(f"{v[s]['by_kind'][k]:.2f}x" for s in ("reference", "with_overrides", "cumulative"))]
+          for k in v["cumulative"]["by_kind"]]
+  table = ["| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: |"] + ["| " + " | ".join(r) + " |" for r in rows]
+  text = (f"\n**This code against the baseline's, on one machine.** The file above and this code ran on different "
+          f"machines, so the code's own gain is measured apart: the benchmark at the baseline's commit "
+          f"({before['code']}, as it trained: {before.get('allocator') or 'glibc'}) and at {after['code']} "
+          f"({after.get('allocator') or 'glibc'}), two processes at once, one per core of an {after['cpu_model']}, "
+          f"{v['sittings']} sittings with the cores swapped (`python -m mone.bench --versions`, `results/bench/{VERSIONS}`), "
+          f"on {len(arms)} arms ({', '.join(arms)}). The later code's step rate over the baseline's, by kind (medians "
+          "over the arms of the geometric means over the sittings):\n\n" + "\n".join(table) + "\n")
+  return text
+
+
+def versions_targets(v: dict) -> list[str]:
+  """The throughput targets read from the comparison of code versions on one machine (`versions_text`)."""
+  by = v["cumulative"]["by_kind"]
+  ok = all(x >= TARGET_STEP_SPEEDUP for x in by.values())
+  out = [f"every kind's step >= {TARGET_STEP_SPEEDUP:g}x the baseline's: {'met' if ok else 'not met'} ("
+         + ", ".join(f"{k} {x:.2f}x" for k, x in by.items()) + f"; lowest {min(by, key=by.get)})"]
+  ratios = {k: float(np.median([r[k] for r in v["mone_over_dense_after"]])) for k in v["mone_over_dense_after"][0]}
+  ok = all(x >= TARGET_MONE_OVER_DENSE for x in ratios.values())
+  out.append(f"MoNE's GFLOP/s within {TARGET_MONE_OVER_DENSE:g}x of the dense model's on its recipe: "
+             f"{'met' if ok else 'not met'} (" + ", ".join(f"{k} {x:.2f}x" for k, x in ratios.items()) + ")")
+  runs = {a: float(np.median([s[a] for s in v["run_s_after"]])) for a in v["run_s_after"][0]}
+  image = [a for a, r in v["arms"].items() if r["recipe"] == "digits64" and (_dense(r) or kinds.of_run(r).routed)]
+  if image:
+    slowest = max(image, key=runs.get)
+    ok = runs[slowest] <= TARGET_IMAGE_RUN_S
+    out.append(f"a full image run (8,000 steps) under {TARGET_IMAGE_RUN_S // 60} minutes on one core: "
+               f"{'met' if ok else 'not met'} (slowest ViT/MoNE arm timed, {slowest}: {runs[slowest] / 60:.1f} min "
+               "estimated, the median over the sittings)")
+  return out
+
+
 def figure(doc: dict):
   """Each arm's training-step GFLOP/s, as the profile trains and with the pair's overrides, against
   the matmul rate (the dashed line): how much of the machine's arithmetic a step turns into training."""
@@ -158,7 +199,7 @@ def figure(doc: dict):
 FIGURE = "training_throughput.png"  # under the results folder, beside the book's other generated figures
 
 
-def page(doc: dict | None, image: str | None, alloc: dict | None = None) -> str:
+def page(doc: dict | None, image: str | None, alloc: dict | None = None, versions: dict | None = None) -> str:
   """The book's page on training throughput (Markdown), from a benchmark file (None: none committed)."""
   title = "# Training throughput on one CPU core\n\n"
   if doc is None:
@@ -185,8 +226,13 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None) -> str:
              f"`results/bench/{ALLOCATORS}`). tcmalloc's step rate over glibc's, by kind (medians over the arms of "
              "the geometric means over the sittings); the last column is what the next profile's runs gain over "
              "the profile's:\n\n" + "\n".join(allocator_table(alloc)) + "\n")
+  if versions is not None:
+    body += versions_text(versions)
   body += "\n" + outside_line(doc) + "\n\n## The targets\n\n"
   body += "".join(f"- {line}\n" for line in targets(doc, alloc))
+  if versions is not None:
+    body += (f"\nOn the {versions['machines'][1]['cpu_model']}, this code against the baseline's (the arms timed "
+             "there):\n\n" + "".join(f"- {line}\n" for line in versions_targets(versions)))
   if image:
     body += f"\n![Each arm's training step against the matmul rate]({image})\n"
   return title + intro + body + "\n" + BOUNDS + (ALLOCATOR_NOTE if alloc is not None else "")
@@ -223,11 +269,11 @@ computed: a run trained under each gives the same losses and parameters bit for 
 
 def page_at(out, name: str = FILE) -> str:
   """The page to be written at `out`, its figure drawn under results/ (`plots.save_png`) first."""
-  doc, alloc = throughput(name), throughput(ALLOCATORS)
+  doc, alloc, versions = throughput(name), throughput(ALLOCATORS), throughput(VERSIONS)
   image = None
   if doc is not None:
     png = results.RESULTS / FIGURE
     plots.theme()
     plots.save_png(figure(doc), png, dpi=110)
     image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
-  return page(doc, image, alloc)
+  return page(doc, image, alloc, versions)

@@ -107,3 +107,41 @@ def test_allocators_pair_tcmalloc_with_glibc_per_sitting_and_combine_the_sitting
   assert results.read_json(tmp_path / "out.json")["cumulative"] == out["cumulative"]
   with pytest.raises(ValueError, match="in pairs"):
     cli.run(cli.parser().parse_args(["--allocators", str(paths[0])]))
+
+
+def _versioned(code, rates, cpu="a CPU"):
+  """_bench_file's file as a commit's benchmark ran it (its code and machine), with a kind, a recipe
+  and an estimated run per row."""
+  f = _bench_file(None, rates)
+  f["machine"] = {"code": code, "cpu_model": cpu}
+  for r in f["rows"]:
+    r.update(kind={"ViT": "vit", "MoNE": "mone"}[r["label"]], recipe="digits64",
+             run={"estimated_wall_s": 36000 / r["gflop_per_s"]})
+  return f
+
+
+def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_path):
+  # Sitting 1: the later code 2.0x on ViT as the profile trains vs with its overrides; sitting 2: 1.8x.
+  s1 = (_versioned("aaa", [("image:vit", "ViT", 20, 30), ("image:mone:0.4", "MoNE", 10, 12)]),
+        _versioned("bbb", [("image:vit", "ViT", 22, 40), ("image:mone:0.4", "MoNE", 12, 24)]))
+  s2 = (_versioned("aaa", [("image:vit", "ViT", 21, 30), ("image:mone:0.4", "MoNE", 10, 11)]),
+        _versioned("bbb", [("image:vit", "ViT", 21, 37.8), ("image:mone:0.4", "MoNE", 13, 22)]))
+  out = training.versions([s1, s2])
+  assert out["cumulative"]["per_arm"]["image:vit"] == round(float(np.sqrt(40 / 20 * 37.8 / 21)), 3)
+  assert out["reference"]["by_kind"]["MoNE"] == round(float(np.sqrt(1.2 * 1.3)), 3)
+  assert out["mone_over_dense_after"] == [{"digits64": 24 / 40}, {"digits64": 22 / 37.8}]
+  assert out["run_s_after"][0] == {"image:vit": 36000 / 40, "image:mone:0.4": 36000 / 24}
+  assert out["arms"] == {"image:vit": {"kind": "vit", "recipe": "digits64"}, "image:mone:0.4": {"kind": "mone", "recipe": "digits64"}}
+  with pytest.raises(ValueError, match="both ran 'aaa'"):
+    training.versions([(s1[0], s1[0])])
+  with pytest.raises(ValueError, match="from one machine"):
+    training.versions([(s1[0], _versioned("bbb", [("image:vit", "ViT", 1, 2), ("image:mone:0.4", "MoNE", 1, 2)], cpu="another CPU"))])
+  paths = []
+  for i, f in enumerate(s1 + s2):
+    paths.append(tmp_path / f"{i}.json")
+    results.atomic_write_json(paths[-1], f)
+  cli.main(["--versions", *map(str, paths), "--json", str(tmp_path / "out.json")])
+  written = results.read_json(tmp_path / "out.json")
+  assert written["cumulative"] == out["cumulative"] and [m["code"] for m in written["machines"]] == ["aaa", "bbb"] * 2
+  with pytest.raises(ValueError, match=r"^--versions takes files in pairs \(before, after\); got 3$"):
+    cli.run(cli.parser().parse_args(["--versions", *map(str, paths[:3])]))

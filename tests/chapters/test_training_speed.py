@@ -85,3 +85,27 @@ def test_with_tcmalloc_the_targets_read_the_allocators_sittings():
   page = training_speed.page(doc, None, _alloc())
   assert "**With tcmalloc.**" in page and "| ViT | 1.05x | 1.05x | 2.18x |" in page and "**The allocator.**" in page
   assert "**With tcmalloc.**" not in training_speed.page(doc, None)
+
+
+def _versions(vit=2.1, mone=1.7, wall_s=(1400, 1600)):
+  """A comparison of code versions (`mone.bench.training.versions`) over _doc's arms."""
+  by = lambda v, m: {"per_arm": {"image:vit": v, "image:mone:0.4": m}, "by_kind": {"ViT": v, "MoNE": m}}
+  return {"sittings": 2, "machines": [{"code": "aaa", "cpu_model": "AMD EPYC"}, {"code": "bbb", "cpu_model": "AMD EPYC", "allocator": "tcmalloc"}] * 2,
+          "reference": by(1.1, 1.3), "with_overrides": by(1.2, 1.4), "cumulative": by(vit, mone),
+          "mone_over_dense_after": [{"digits64": 0.7}, {"digits64": 0.68}],
+          "run_s_after": [{"image:vit": w, "image:mone:0.4": 900} for w in wall_s],
+          "arms": {"image:vit": {"kind": "vit", "recipe": "digits64"}, "image:mone:0.4": {"kind": "mone", "recipe": "digits64"}}}
+
+
+def test_the_code_against_the_baselines_is_read_on_its_own_machine():
+  lines = training_speed.versions_targets(_versions())
+  assert lines[0] == "every kind's step >= 2x the baseline's: not met (ViT 2.10x, MoNE 1.70x; lowest MoNE)"
+  assert lines[1].endswith("not met (digits64 0.69x)")  # the median of the sittings' later files
+  assert lines[2] == ("a full image run (8,000 steps) under 25 minutes on one core: met (slowest ViT/MoNE arm timed, "
+                      "image:vit: 25.0 min estimated, the median over the sittings)")  # (1400 + 1600) / 2 s
+  assert training_speed.versions_targets(_versions(wall_s=(1600, 1700)))[2].startswith(
+      "a full image run (8,000 steps) under 25 minutes on one core: not met")
+  page = training_speed.page(_doc(), None, None, _versions())
+  assert "**This code against the baseline's, on one machine.**" in page and "| ViT | 1.10x | 1.20x | 2.10x |" in page
+  assert "commit (aaa, as it trained: glibc) and at bbb (tcmalloc)" in page and "On the AMD EPYC, this code" in page
+  assert "**This code against the baseline's" not in training_speed.page(_doc(), None)
