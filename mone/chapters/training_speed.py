@@ -242,7 +242,7 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None, version
 BOUNDS = """## What bounds the step
 
 **The faster settings.** `model.weight_grad=direct` computes each projection's weight gradient as one dot
-contracting the tokens (`mone.models.layers.linear`); the gradient JAX derives reaches XLA:CPU as a dot with both
+contracting the tokens (`mone.models.linear.linear`); the gradient JAX derives reaches XLA:CPU as a dot with both
 operands transposed, which XLA:CPU runs on a slow path. The function is the same and only the last bits of the
 sums differ (tests/models/test_weight_grad.py), so the setting changes a run's identity (its config hash) and is
 left off in the profile the chapters read: its runs keep their numbers. `eval_batch_size=100` evaluates in batches

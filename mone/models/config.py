@@ -33,7 +33,7 @@ ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
 BARRIERS = ("auto", "on", "off")
 MLPS = ("auto", "xla", "pallas")
 LAYER_LOOPS = ("unroll", "scan")  # `mone.models.layers.run_blocks`
-WEIGHT_GRADS = ("autodiff", "direct")  # `mone.models.layers.linear`
+WEIGHT_GRADS = ("autodiff", "direct", "narrow_first")  # `mone.models.linear.linear`
 
 
 def _check_paths(cfg) -> None:
@@ -132,9 +132,10 @@ class ViTConfig(_Derived):
   # unroll | scan: the encoder's blocks traced one by one, or as one loop over stacked weights
   # (`mone.models.layers.run_blocks`): the same parameters and function, one block to compile.
   layer_loop: str = _added("unroll")
-  # autodiff | direct: how a projection's weight gradient is computed (`mone.models.layers.linear`):
-  # JAX's transpose rule (every committed run's), or one dot contracting the tokens, which XLA:CPU
-  # runs faster. The same function, not the same program: "direct" rounds the last bits differently.
+  # autodiff | direct | narrow_first: how a projection's weight gradient is computed
+  # (`mone.models.linear.linear`): JAX's transpose rule (every committed run's), or one dot contracting
+  # the tokens, which XLA:CPU runs faster ("narrow_first": its narrower operand first, faster still).
+  # The same function, not the same program: each rounds the last bits differently.
   weight_grad: str = _added("autodiff")
 
   def __post_init__(self):

@@ -18,8 +18,9 @@ import jax.numpy as jnp
 import flax.linen as nn
 import numpy as np
 
-from mone.models.config import ATTENTIONS, BARRIERS, LAYER_LOOPS, MLPS, WEIGHT_GRADS
+from mone.models.config import ATTENTIONS, BARRIERS, LAYER_LOOPS, MLPS
 from mone.models.fused_mlp import gelu, nested_mlp
+from mone.models.linear import linear
 
 
 def layer_norm(x, scale, bias, eps=1e-6):
@@ -141,43 +142,6 @@ def _materialize_bwd(_, g):
 
 
 materialize_grad.defvjp(lambda tree: (tree, None), _materialize_bwd)
-
-
-def linear(x, w, weight_grad: str = "autodiff"):
-  """x @ w for tokens x [..., k] and a weight w [k, n]: every projection of a block.
-
-  weight_grad="autodiff" leaves the gradient to JAX's transpose rule, the code every committed run
-  trained with. Its weight gradient reaches XLA:CPU as a dot whose both operands are transposed
-  (the tokens contracted on the left of one and the right of the other, [n, k] out, then
-  transposed), which XLA:CPU hands to Eigen, whose packing of such operands took 22% of a digits64
-  ViT step (perf, one core). "direct" writes the weight gradient as one dot contracting the tokens
-  of x [T, k] and of the output's cotangent [T, n], giving [k, n] as it is stored: the same
-  products summed in another order, so float32 results differ in the last bits only (tested);
-  training steps on one core 1.2-1.4x faster (`python -m mone.bench --training --pair
-  model.weight_grad=direct`)."""
-  if weight_grad not in WEIGHT_GRADS:
-    raise ValueError(f"weight_grad must be one of {WEIGHT_GRADS}, got {weight_grad!r}")
-  return x @ w if weight_grad == "autodiff" else _direct_linear(x, w)
-
-
-@jax.custom_vjp
-def _direct_linear(x, w):
-  return x @ w
-
-
-def _direct_linear_fwd(x, w):
-  return x @ w, (x, w)
-
-
-def _direct_linear_bwd(res, g):
-  x, w = res
-  k, n = w.shape
-  tokens = (((0,), (0,)), ((), ()))  # contract the tokens of both: [T, k] x [T, n] -> [k, n]
-  dw = jax.lax.dot_general(x.reshape(-1, k), g.reshape(-1, n), tokens).astype(w.dtype)
-  return (g @ w.T).astype(x.dtype), dw
-
-
-_direct_linear.defvjp(_direct_linear_fwd, _direct_linear_bwd)
 
 
 def split_groups(x, counts):

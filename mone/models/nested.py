@@ -113,7 +113,7 @@ def encode(module: nn.Module, x, capacities=None, *, full=None, width_index=None
   permutation-invariant pooling. remat=True rematerialises every block (`layers.block_class`).
   attention, grad_barrier, mlp: the blocks' implementations, "auto" resolved for backend (None:
   the one jax runs on; see `mone.models.layers`); weight_grad: how the blocks' weight gradients are
-  computed (`layers.linear`). layer_loop: "unroll" or "scan" the blocks
+  computed (`mone.models.linear.linear`). layer_loop: "unroll" or "scan" the blocks
   between two routers (`layers.run_blocks`: the same parameters, one block compiled).
   Returns (x [B, N, D], full [B, F, D] or None, aux): aux holds the first router's
   'router_logits' and 'router_probs' (their softmax over experts) [B, N, E] and 'assignment' [B, N] (expert per token, patch order).
@@ -189,7 +189,7 @@ class NestedEncoder(nn.Module):
   backend: str | None = None
   mlp: str = "auto"
   layer_loop: str = "unroll"  # or "scan": one block compiled (`mone.models.layers.run_blocks`)
-  weight_grad: str = "autodiff"  # or "direct" (`mone.models.layers.linear`)
+  weight_grad: str = "autodiff"  # or "direct", "narrow_first" (`mone.models.linear.linear`)
 
   @nn.compact
   def __call__(self, x, capacities=None, *, full=None, width_index=None, drop_smallest=False, patch_order=True):

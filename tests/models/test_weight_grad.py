@@ -1,6 +1,6 @@
-"""model.weight_grad="direct" (`mone.models.layers.linear`) computes the gradient autodiff does:
-per projection, per model kind, and along a few hundred training steps. The default stays autodiff's,
-the program every committed run trained with."""
+"""model.weight_grad="direct" and "narrow_first" (`mone.models.linear.linear`) compute the gradient
+autodiff does: per projection, per model kind, and along a few hundred training steps. The default stays
+autodiff's, the program every committed run trained with."""
 import dataclasses
 
 import jax
@@ -11,31 +11,44 @@ import pytest
 from mone import results
 from mone.configs import profiles
 from mone.data import pipeline, sources
-from mone.models import config, layers
+from mone.models import config
+from mone.models.linear import linear
 from mone.train import steps
 
 
-def test_linear_gradients_are_autodiffs():
-  x = jax.random.normal(jax.random.key(0), (3, 7, 16))
-  w = jax.random.normal(jax.random.key(1), (16, 24))
-  g = jax.random.normal(jax.random.key(2), (3, 7, 24))
-  loss = lambda how: (lambda x, w: jnp.sum(layers.linear(x, w, how) * g))
+@pytest.mark.parametrize("how", ["direct", "narrow_first"])
+@pytest.mark.parametrize("k,n", [(16, 24), (24, 16)])  # narrow_first reorders the dot where n < k
+def test_linear_gradients_are_autodiffs(how, k, n):
+  x = jax.random.normal(jax.random.key(0), (3, 7, k))
+  w = jax.random.normal(jax.random.key(1), (k, n))
+  g = jax.random.normal(jax.random.key(2), (3, 7, n))
+  loss = lambda how: (lambda x, w: jnp.sum(linear(x, w, how) * g))
   ref = jax.grad(loss("autodiff"), argnums=(0, 1))(x, w)
-  got = jax.grad(loss("direct"), argnums=(0, 1))(x, w)
-  np.testing.assert_array_equal(layers.linear(x, w, "direct"), x @ w)  # the forward is the same program
+  got = jax.grad(loss(how), argnums=(0, 1))(x, w)
+  np.testing.assert_array_equal(linear(x, w, how), x @ w)  # the forward is the same program
   for r, d in zip(ref, got):
     assert r.shape == d.shape and r.dtype == d.dtype
     np.testing.assert_allclose(d, r, rtol=1e-5, atol=1e-5)
-  bf = jax.grad(lambda x, w: jnp.sum(layers.linear(x, w, "direct")), argnums=(0, 1))(
+  bf = jax.grad(lambda x, w: jnp.sum(linear(x, w, how)), argnums=(0, 1))(
       x.astype(jnp.bfloat16), w.astype(jnp.bfloat16))
   assert [a.dtype for a in bf] == [jnp.bfloat16, jnp.bfloat16]
 
 
+def test_narrow_first_contracts_the_tokens_with_the_narrower_operand_first():
+  """The weight gradient's dot as the program states it: [T, k] first under "direct", the cotangent
+  [T, n] first under "narrow_first" where n < k, its [n, k] product then transposed."""
+  x, w = jnp.ones((5, 32)), jnp.ones((32, 8))
+  program = lambda how: str(jax.make_jaxpr(jax.grad(lambda w: jnp.sum(linear(x, w, how))))(w))
+  direct, narrow = program("direct"), program("narrow_first")
+  assert "f32[32,8] = dot_general" in direct and "f32[8,32] = dot_general" not in direct
+  assert "f32[8,32] = dot_general" in narrow and "optimization_barrier" in narrow and "transpose" in narrow
+
+
 def test_a_bad_weight_grad_is_refused_naming_it():
-  with pytest.raises(ValueError, match=r"weight_grad must be one of \('autodiff', 'direct'\), got 'fast'"):
+  with pytest.raises(ValueError, match=r"weight_grad must be one of \('autodiff', 'direct', 'narrow_first'\), got 'fast'"):
     config.vit("tiny/8", weight_grad="fast")
   with pytest.raises(ValueError, match="weight_grad must be one of"):
-    layers.linear(jnp.ones((2, 3)), jnp.ones((3, 4)), "fast")
+    linear(jnp.ones((2, 3)), jnp.ones((3, 4)), "fast")
 
 
 def test_the_default_leaves_every_config_hash_as_it_was():
@@ -57,9 +70,10 @@ def _config(where, kind, e_c, weight_grad, **more):
   return profiles.video_config("smoke", "temporal", **over)
 
 
+@pytest.mark.parametrize("how", ["direct", "narrow_first"])
 @pytest.mark.parametrize("where,kind,e_c", CASES)
-def test_every_kinds_parameter_gradients_are_autodiffs(where, kind, e_c):
-  cfgs = [_config(where, kind, e_c, w) for w in ("autodiff", "direct")]
+def test_every_kinds_parameter_gradients_are_autodiffs(where, kind, e_c, how):
+  cfgs = [_config(where, kind, e_c, w) for w in ("autodiff", how)]
   model = steps.build_model(cfgs[0])
   params = steps.init_params(cfgs[0], model, jnp.zeros(steps.input_shape(cfgs[0])))
   x = jax.random.uniform(jax.random.key(3), steps.input_shape(cfgs[0], 4), minval=-1, maxval=1)
@@ -96,13 +110,14 @@ def _batches(cfg, n):
 
 
 @pytest.mark.slow  # two 300-step runs
-def test_a_dense_run_with_direct_weight_gradients_follows_the_reference():
+@pytest.mark.parametrize("how", ["direct", "narrow_first"])
+def test_a_dense_run_with_direct_weight_gradients_follows_the_reference(how):
   """300 steps of the ViT from one initialisation on the same batches: the loss curves agree to float
   tolerance at every step (the sums are reordered, never changed), and so do the trained models'
   logits. (Parameters are compared through the function they compute: the key projection's bias has
   no gradient but rounding noise, which Adam scales up to full-size steps either way.)"""
   n = 300
-  cfgs = [_config("image", "vit", None, w, steps=n, warmup_steps=20, lr=1e-3) for w in ("autodiff", "direct")]
+  cfgs = [_config("image", "vit", None, w, steps=n, warmup_steps=20, lr=1e-3) for w in ("autodiff", how)]
   batches = _batches(cfgs[0], n)
   (ref, model, p_ref), (got, _, p_got) = (_train(c, batches) for c in cfgs)
   assert ref[-20:].mean() < ref[:20].mean() - 0.1  # it learned: the comparison is not of two flat lines
