@@ -245,7 +245,10 @@ BOUNDS = """## What bounds the step
 contracting the tokens (`mone.models.linear.linear`); the gradient JAX derives reaches XLA:CPU as a dot with both
 operands transposed, which XLA:CPU runs on a slow path. The function is the same and only the last bits of the
 sums differ (tests/models/test_weight_grad.py), so the setting changes a run's identity (its config hash) and is
-left off in the profile the chapters read: its runs keep their numbers. `eval_batch_size=100` evaluates in batches
+left off in the profile the chapters read: its runs keep their numbers. `model.weight_grad=narrow_first` goes one
+step further: XLA:CPU still has Eigen copy the first operand of that dot in a strided walk, so the narrower of the
+two goes first and the small product is transposed; it rounds differently again, so it is opt-in (the calibration
+trains with `direct`). `eval_batch_size=100` evaluates in batches
 whose activations stay closer to the core; every evaluation split of the profile is a multiple of 100, so no
 example is padded.
 
