@@ -125,6 +125,13 @@ def check(args):
     raise ValueError(f"--video-image-size must be a positive number of pixels, got {args.video_image_size}")
   if args.budget_s <= 0:
     raise ValueError(f"--budget-s must be > 0 seconds, got {args.budget_s}")
+  for flag in ("allocators", "versions"):  # files compared in pairs: stopped here, before anything is written
+    given = getattr(args, flag) or ()
+    if len(given) % 2:
+      raise ValueError(f"--{flag} takes files in pairs; got {len(given)}")
+    missing = [f for f in given if not os.path.isfile(f)]
+    if missing:
+      raise ValueError(f"--{flag}: no such file {missing[0]!r}")
 
 
 def main(argv=None):

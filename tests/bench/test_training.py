@@ -2,6 +2,7 @@
 errors. No timing claims: speed is read from its JSON, never asserted in a test."""
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -145,3 +146,8 @@ def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_pat
   assert written["cumulative"] == out["cumulative"] and [m["code"] for m in written["machines"]] == ["aaa", "bbb"] * 2
   with pytest.raises(ValueError, match=r"^--versions takes files in pairs \(before, after\); got 3$"):
     cli.run(cli.parser().parse_args(["--versions", *map(str, paths[:3])]))
+  # On the command line, one line each, before anything is read or written.
+  for argv, message in ((paths[:3], "--versions takes files in pairs; got 3"),
+                        ([paths[0], tmp_path / "missing.json"], f"--versions: no such file '{tmp_path / 'missing.json'}'")):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+      cli.check(cli.parser().parse_args(["--versions", *map(str, argv)]))
