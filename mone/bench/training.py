@@ -254,7 +254,9 @@ def versions(sittings: list[tuple[dict, dict]]) -> dict:
   later's), both measured with the same arms and `pair`, at once, one process per core, the cores
   swapped between sittings. The two files come from one machine, so their ratio is the code's (and
   allocator's) gain there, free of the machine's: `cumulative` (the later code with the pair's
-  overrides over the earlier code as the profile trained) is what the throughput targets measure."""
+  overrides over the earlier code as the profile trained) is what the throughput targets measure.
+  Each file may pair its own overrides (`overrides_before`, `overrides`): the later code's fastest
+  settings may not exist in the earlier."""
   for before, after in sittings:
     codes = (before["machine"].get("code"), after["machine"].get("code"))
     if codes[0] == codes[1]:
@@ -263,6 +265,8 @@ def versions(sittings: list[tuple[dict, dict]]) -> dict:
       raise ValueError("a sitting's two files come from one machine; got "
                        f"{before['machine'].get('cpu_model')!r} and {after['machine'].get('cpu_model')!r}")
   out = _sittings(sittings)
+  # Each code with its own faster settings: the earlier commit may predate the later one's.
+  out["overrides_before"] = next((r["overrides"] for r in sittings[0][0]["rows"] if r["overrides"]), [])
   # The later code's estimated runs with the overrides, per sitting: what a run of that code takes there.
   fast = [[r for r in after["rows"] if r["overrides"]] for _, after in sittings]
   out["run_s_after"] = [{r["arm"]: r["run"]["estimated_wall_s"] for r in rows} for rows in fast]

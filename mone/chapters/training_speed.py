@@ -136,7 +136,7 @@ def versions_text(v: dict) -> str:
   and how, the speed-ups by kind, and the targets read from it."""
   before, after = v["machines"][0], v["machines"][1]
   arms = list(v["cumulative"]["per_arm"])
-  head = ["", "as the profile trains", "with the faster settings", "this code, faster settings, over the baseline as the profile trained"]
+  head = ["", "as the profile trains", "each with its faster settings", "this code, faster settings, over the baseline as the profile trained"]
   rows = [[k, *(f"{v[s]['by_kind'][k]:.2f}x" for s in ("reference", "with_overrides", "cumulative"))]
           for k in v["cumulative"]["by_kind"]]
   table = ["| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: |"] + ["| " + " | ".join(r) + " |" for r in rows]
@@ -145,8 +145,10 @@ def versions_text(v: dict) -> str:
           f"({before['code']}, as it trained: {before.get('allocator') or 'glibc'}) and at {after['code']} "
           f"({after.get('allocator') or 'glibc'}), two processes at once, one per core of an {after['cpu_model']}, "
           f"{v['sittings']} sittings with the cores swapped (`python -m mone.bench --versions`, `results/bench/{VERSIONS}`), "
-          f"on {len(arms)} arms ({', '.join(arms)}). The later code's step rate over the baseline's, by kind (medians "
-          "over the arms of the geometric means over the sittings):\n\n" + "\n".join(table) + "\n")
+          f"on {len(arms)} arms ({', '.join(arms)}). The faster settings: `{' '.join(v['overrides'])}` for this code, "
+          f"`{' '.join(v.get('overrides_before', v['overrides']))}` for the baseline's. The later code's step rate over "
+          "the baseline's, by kind (medians over the arms of the geometric means over the sittings):\n\n"
+          + "\n".join(table) + "\n")
   return text
 
 

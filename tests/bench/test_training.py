@@ -132,6 +132,7 @@ def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_pat
   assert out["reference"]["by_kind"]["MoNE"] == round(float(np.sqrt(1.2 * 1.3)), 3)
   assert out["mone_over_dense_after"] == [{"digits64": 24 / 40}, {"digits64": 22 / 37.8}]
   assert out["run_s_after"][0] == {"image:vit": 36000 / 40, "image:mone:0.4": 36000 / 24}
+  assert out["overrides"] == out["overrides_before"] == ["model.weight_grad=direct"]
   assert out["arms"] == {"image:vit": {"kind": "vit", "recipe": "digits64"}, "image:mone:0.4": {"kind": "mone", "recipe": "digits64"}}
   with pytest.raises(ValueError, match="both ran 'aaa'"):
     training.versions([(s1[0], s1[0])])

@@ -92,6 +92,7 @@ def _versions(vit=2.1, mone=1.7, wall_s=(1400, 1600)):
   by = lambda v, m: {"per_arm": {"image:vit": v, "image:mone:0.4": m}, "by_kind": {"ViT": v, "MoNE": m}}
   return {"sittings": 2, "machines": [{"code": "aaa", "cpu_model": "AMD EPYC"}, {"code": "bbb", "cpu_model": "AMD EPYC", "allocator": "tcmalloc"}] * 2,
           "reference": by(1.1, 1.3), "with_overrides": by(1.2, 1.4), "cumulative": by(vit, mone),
+          "overrides": ["model.weight_grad=narrow_first"], "overrides_before": ["model.weight_grad=direct"],
           "mone_over_dense_after": [{"digits64": 0.7}, {"digits64": 0.68}],
           "run_s_after": [{"image:vit": w, "image:mone:0.4": 900} for w in wall_s],
           "arms": {"image:vit": {"kind": "vit", "recipe": "digits64"}, "image:mone:0.4": {"kind": "mone", "recipe": "digits64"}}}
@@ -108,4 +109,5 @@ def test_the_code_against_the_baselines_is_read_on_its_own_machine():
   page = training_speed.page(_doc(), None, None, _versions())
   assert "**This code against the baseline's, on one machine.**" in page and "| ViT | 1.10x | 1.20x | 2.10x |" in page
   assert "commit (aaa, as it trained: glibc) and at bbb (tcmalloc)" in page and "On the AMD EPYC, this code" in page
+  assert "`model.weight_grad=narrow_first` for this code, `model.weight_grad=direct` for the baseline's" in page
   assert "**This code against the baseline's" not in training_speed.page(_doc(), None)
