@@ -181,8 +181,9 @@ def run(args):
   """The benchmark of parsed arguments (see `parser`)."""
   if args.report:
     return report.run(args, machine())
-  for flag, names, compare, default in (("allocators", "glibc's, tcmalloc's", training.allocators, "cpu-training-tcmalloc.json"),
-                                        ("versions", "before, after", training.versions, "cpu-training-versions.json")):
+  for flag, names, gain, compare, default in (
+      ("allocators", "glibc's, tcmalloc's", "tcmalloc over glibc", training.allocators, "cpu-training-tcmalloc.json"),
+      ("versions", "before, after", "the later code over the earlier", training.versions, "cpu-training-versions.json")):
     given = getattr(args, flag)
     if not given:
       continue
@@ -192,7 +193,7 @@ def run(args):
     out = compare(list(zip(files[::2], files[1::2])))
     path = args.json or str(results.results_root() / "bench" / default)
     results.atomic_write_json(path, {"files": given, "machines": [f["machine"] for f in files], **out})
-    print(f"wrote {path}: {names.split(', ')[1]} over {names.split(', ')[0]} by kind {out['cumulative']['by_kind']}")
+    print(f"wrote {path}: {gain}, faster settings over the reference, by kind {out['cumulative']['by_kind']}")
     return out
   if args.training:
     return main_training(args)
