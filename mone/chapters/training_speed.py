@@ -141,8 +141,8 @@ def versions_text(v: dict) -> str:
           for k in v["cumulative"]["by_kind"]]
   table = ["| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: |"] + ["| " + " | ".join(r) + " |" for r in rows]
   text = (f"\n**This code against the baseline's, on one machine.** The file above and this code ran on different "
-          f"machines, so the code's own gain is measured apart: the benchmark at the baseline's commit "
-          f"({before['code']}, as it trained: {before.get('allocator') or 'glibc'}) and at {after['code']} "
+          f"machines, so the code's own gain is measured apart: the benchmark at the commit that measured the "
+          f"file above (as it trained: {before.get('allocator') or 'glibc'}) and at this code "
           f"({after.get('allocator') or 'glibc'}), two processes at once, one per core of an {after['cpu_model']}, "
           f"{v['sittings']} sittings with the cores swapped (`python -m mone.bench --versions`, `results/bench/{VERSIONS}`), "
           f"on {len(arms)} arms ({', '.join(arms)}). The faster settings: `{' '.join(v['overrides'])}` for this code, "
