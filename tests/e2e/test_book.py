@@ -61,7 +61,7 @@ def test_a_chapter_depends_on_the_modules_it_imports_and_no_others(capsys):
   assert set(ci.closure({"mone.flops"})) == {"mone", "mone.flops", "mone.capacity", "mone.models", "mone.models.config",
                                              "mone.models.kinds", "mone.models.vit", "mone.models.vivit",
                                              "mone.models.nested", "mone.models.routing", "mone.models.layers",
-                                             "mone.models.fused_mlp"}
+                                             "mone.models.fused_mlp", "mone.models.linear"}
   ci.main(["notebooks/05_figure5_adaptation.ipynb", "small", "seed=1"])
   lines = capsys.readouterr().out.splitlines()
   files = [l.split("  ", 1)[1] for l in lines[:-1]]
