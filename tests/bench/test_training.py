@@ -84,6 +84,14 @@ def _bench_file(allocator, rates):
           "summary_with_overrides": {"mone_over_dense": {"digits64": rates[1][3] / rates[0][3]}}}
 
 
+def _written(folder, files):
+  """The benchmark files written under folder, in order, as the comparison commands read them."""
+  paths = [folder / f"{i}.json" for i in range(len(files))]
+  for path, f in zip(paths, files):
+    results.atomic_write_json(path, f)
+  return paths
+
+
 def test_allocators_pair_tcmalloc_with_glibc_per_sitting_and_combine_the_sittings(tmp_path):
   # Sitting 1: tcmalloc 1.1x on ViT, 1.2x on MoNE; sitting 2: 1.0x and 1.3x (the cores swapped).
   s1 = (_bench_file("glibc", [("image:vit", "ViT", 20, 30), ("image:mone:0.4", "MoNE", 10, 12)]),
@@ -100,10 +108,7 @@ def test_allocators_pair_tcmalloc_with_glibc_per_sitting_and_combine_the_sitting
   with pytest.raises(ValueError, match="each sitting is"):
     training.allocators([(s1[1], s1[0])])
   # The command: files in pairs, written where --json says.
-  paths = []
-  for i, f in enumerate(s1 + s2):
-    paths.append(tmp_path / f"{i}.json")
-    results.atomic_write_json(paths[-1], f)
+  paths = _written(tmp_path, s1 + s2)
   cli.main(["--allocators", *map(str, paths), "--json", str(tmp_path / "out.json")])
   assert results.read_json(tmp_path / "out.json")["cumulative"] == out["cumulative"]
   with pytest.raises(ValueError, match="in pairs"):
@@ -122,7 +127,7 @@ def _versioned(code, rates, cpu="a CPU"):
 
 
 def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_path):
-  # Sitting 1: the later code 2.0x on ViT as the profile trains vs with its overrides; sitting 2: 1.8x.
+  # The later code with its overrides over the earlier as the profile trained: ViT 2.0x in sitting 1, 1.8x in 2.
   s1 = (_versioned("aaa", [("image:vit", "ViT", 20, 30), ("image:mone:0.4", "MoNE", 10, 12)]),
         _versioned("bbb", [("image:vit", "ViT", 22, 40), ("image:mone:0.4", "MoNE", 12, 24)]))
   s2 = (_versioned("aaa", [("image:vit", "ViT", 21, 30), ("image:mone:0.4", "MoNE", 10, 11)]),
@@ -138,10 +143,7 @@ def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_pat
     training.versions([(s1[0], s1[0])])
   with pytest.raises(ValueError, match="from one machine"):
     training.versions([(s1[0], _versioned("bbb", [("image:vit", "ViT", 1, 2), ("image:mone:0.4", "MoNE", 1, 2)], cpu="another CPU"))])
-  paths = []
-  for i, f in enumerate(s1 + s2):
-    paths.append(tmp_path / f"{i}.json")
-    results.atomic_write_json(paths[-1], f)
+  paths = _written(tmp_path, s1 + s2)
   cli.main(["--versions", *map(str, paths), "--json", str(tmp_path / "out.json")])
   written = results.read_json(tmp_path / "out.json")
   assert written["cumulative"] == out["cumulative"] and [m["code"] for m in written["machines"]] == ["aaa", "bbb"] * 2
