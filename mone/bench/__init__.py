@@ -10,6 +10,7 @@ their fastest size (`--chunk auto`: chunked, the dense forward is ~1.2x faster o
 so a whole-batch baseline would flatter MoNE). Nested weight slices are made once per training step, or once before
 timing a forward row (`timing.prepare`). Timings need an idle machine: rows record the load average.
 
-Modules: `workloads` (what is timed), `timing` (how), `targets`, `micro` (a block, a matmul),
-`report` (the GPU report, `--report`), `cli` (writes the rows under results/bench/ for the book).
+Modules: `workloads` (what is timed), `contenders` (the names its rows give it), `timing` (how), `targets`,
+`micro` (a block, a matmul), `report` (the GPU report, `--report`), `cli` (writes the rows under
+results/bench/ for the book).
 """

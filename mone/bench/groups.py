@@ -11,6 +11,7 @@ of each kind on tiny models: the same code paths, a fraction of the compilations
 """
 import dataclasses
 
+from mone.bench.contenders import DENSE, MATVIT, MONE
 from mone.bench.switches import ALL_SWITCHES
 
 
@@ -52,8 +53,8 @@ class Group:
   sources: tuple = ()        # op_summary: the (group, model, e_c) runners it profiles
 
 
-CORE = (("dense", None), ("mone", 0.3))
-E_C_SWEEP = (("dense", None), ("mone", 0.3), ("mone", 0.5), ("mone", 1.0), ("matvit", 0.3), ("matvit", 0.5))
+CORE = ((DENSE, None), (MONE, 0.3))
+E_C_SWEEP = ((DENSE, None), (MONE, 0.3), (MONE, 0.5), (MONE, 1.0), (MATVIT, 0.3), (MATVIT, 0.5))
 
 
 def plan(fams: dict, tiny: bool = False) -> list:
@@ -72,7 +73,7 @@ def plan(fams: dict, tiny: bool = False) -> list:
       core("train", big),
       sweep("forward", big), sweep("forward", small), sweep("train", small),
       Group(f"vivit-forward-{vb}", "timing", "video", "forward", vb,
-            (("dense", None), ("mone", 0.3), ("mone", 0.5), ("mone", 1.0)), CORE, ("attention", "layer_loop")),
+            ((DENSE, None), (MONE, 0.3), (MONE, 0.5), (MONE, 1.0)), CORE, ("attention", "layer_loop")),
       Group(f"vivit-train-{vb}", "timing", "video", "train", vb, CORE, CORE, ("layer_loop",)),
   ]
   if tiny:

@@ -8,6 +8,7 @@ import numpy as np
 
 from mone import capacity, flops
 from mone.bench import workloads
+from mone.bench.contenders import ATTENTION, DENSE, MONE, ROUTING
 from mone.bench.timing import make_runner, table, time_round_robin
 from mone.models import config, layers, nested, routing
 
@@ -38,10 +39,10 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
 
   def contender(e_c):
     if e_c is None:  # the dense block: one group at full width, no Eq. 1 factor
-      return "dense", (n,), (d_model,), False, "dense block, all tokens at width D"
+      return DENSE, (n,), (d_model,), False, "dense block, all tokens at width D"
     counts = routing.expert_counts(capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities, n)
     live = [g for g in range(cfg.num_experts) if counts[g]]
-    return ("mone", tuple(counts[g] for g in live), tuple(cfg.expert_widths[g] for g in live), True,
+    return (MONE, tuple(counts[g] for g in live), tuple(cfg.expert_widths[g] for g in live), True,
             "tokens per expert " + ", ".join(map(str, counts)))
 
   runners, meta = [], []
@@ -64,7 +65,7 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
     cts = [c[..., :w] for c, w in zip(layers.split_groups(ct, counts), widths)]
     add(name, e_c, fwd, (v, x), cts, flops.block_macs(counts, widths, d_model, cfg.mlp_dim), note)
   qkv = jax.random.normal(kc, (3, batch, cfg.num_heads, n, d_model // cfg.num_heads))
-  add("attention", None, layers.attention, tuple(qkv), qkv[0], 2 * n * n * d_model,
+  add(ATTENTION, None, layers.attention, tuple(qkv), qkv[0], 2 * n * n * d_model,
       "attention alone, the same in both blocks")
   for r in runners:
     r()  # compile
@@ -73,7 +74,7 @@ def block_rows(variant: str, e_cs, batch: int, reps: int = 15, seed: int = 0, lo
   load_end = os.getloadavg()[0]
   rows = []
   for mode in ("block forward", "block backward"):
-    base = float(np.median(next(t for (m, name, *_), t in zip(meta, times) if m == mode and name == "dense")))
+    base = float(np.median(next(t for (m, name, *_), t in zip(meta, times) if m == mode and name == DENSE)))
     for (m, name, e_c, macs, note), t in zip(meta, times):
       if m != mode:
         continue
@@ -116,10 +117,10 @@ def matmul_rows(variant: str, e_cs, chunk: int, reps: int = 15, repeat: int = 16
   time they take)."""
   cfg = config.vit(variant, **overrides)
   n, d_model, m = cfg.num_tokens, cfg.width, cfg.mlp_dim
-  contenders = [("dense", None, [(n, d_model)])]
+  contenders = [(DENSE, None, [(n, d_model)])]
   for e_c in e_cs:
     counts = routing.expert_counts(capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities, n)
-    contenders.append(("mone", e_c, [(c, w) for c, w in zip(counts, cfg.expert_widths) if c]))
+    contenders.append((MONE, e_c, [(c, w) for c, w in zip(counts, cfg.expert_widths) if c]))
   key = jax.random.key(seed)
   mm = jax.jit(lambda xs, w: jax.lax.map(lambda x: x @ w, xs))
   runners, meta = [], []
@@ -147,7 +148,7 @@ def matmul_rows(variant: str, e_cs, chunk: int, reps: int = 15, repeat: int = 16
     rows.append(dict(workload=sel[0]["workload"], mode="matmul", batch=chunk, model=name, e_c=e_c, width=None,
                      projection="total", shape=None, median_us=total, gflops_per_s=fl / total / 1e3,
                      reps=reps, load_1m=[load_start, load_end]))
-  dense_rate = {r["projection"]: r["gflops_per_s"] for r in rows if r["model"] == "dense"}
+  dense_rate = {r["projection"]: r["gflops_per_s"] for r in rows if r["model"] == DENSE}
   for r in rows:  # a total's rate is against the dense total: the efficiency of the matmuls
     r["rate"] = r["gflops_per_s"] / dense_rate[r["projection"]]
   log(matmul_table(rows))
@@ -209,8 +210,8 @@ def routing_rows(variant: str, e_c: float, batch: int, reps: int = 15, seed: int
   rows = [dict(workload=f"ViT-{variant} routing", mode="forward", batch=batch, model=name, e_c=e_c,
                median_ms=med * 1e3, p25_ms=float(np.percentile(t, 25)) * 1e3, p75_ms=float(np.percentile(t, 75)) * 1e3,
                reps=len(t), share=med / fwd, load_1m=[load_start, load_end], note=note)
-          for name, med, t, note in (("mone", fwd, times[0], "the whole MoNE forward, batch at once"),
-                                     ("routing", rt, times[1], "router, EPR, sort and gather alone"))]
+          for name, med, t, note in ((MONE, fwd, times[0], "the whole MoNE forward, batch at once"),
+                                     (ROUTING, rt, times[1], "router, EPR, sort and gather alone"))]
   log(routing_table(rows))
   return rows
 

@@ -9,7 +9,8 @@ import time
 
 import numpy as np
 
-from mone.bench import ops, timing, workloads
+from mone.bench import contenders, ops, timing, workloads
+from mone.bench.contenders import DENSE
 from mone.bench.switches import ALL_SWITCHES
 
 
@@ -100,7 +101,7 @@ def speedups(rows):
   for r in rows:
     if r.get("status") != "timed":
       continue
-    dense = [q["median_ms"] for q in rows if q["model"] == "dense" and q.get("status") == "timed"
+    dense = [q["median_ms"] for q in rows if contenders.is_(q, DENSE) and q.get("status") == "timed"
              and q.get("attention") == r.get("attention")]
     base = min(dense) if dense else None
     r["baseline_ms"] = base

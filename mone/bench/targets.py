@@ -6,6 +6,9 @@ ViT-B/16 and ViViT-B/16x2, each read off the default-setting row of one report g
 """
 import dataclasses
 
+from mone.bench import contenders
+from mone.bench.contenders import DENSE, FULL, MATVIT, MONE
+
 
 @dataclasses.dataclass(frozen=True)
 class Target:
@@ -72,12 +75,12 @@ def check_targets(rows, workload=None) -> list[dict]:
   out = []
   for t in BENCHMARK:
     for r in rows:
-      if (r["model"] == "mone" and r["mode"] == t.mode and r["e_c"] is not None and abs(r["e_c"] - t.e_c) < 1e-9
+      if (contenders.is_(r, MONE, t.e_c) and r["mode"] == t.mode
           and (workload is None or r["workload"] == workload)):
         strict = r[t.metric]
         if t.e_c < 1.0:
           same = [q for q in rows if (q["workload"], q["mode"], q["batch"]) == (r["workload"], t.mode, r["batch"])]
-          full = min(q["median_ms"] for q in same if q["model"] == "dense" or (q["model"] == "mone" and q["e_c"] == 1.0))
+          full = min(q["median_ms"] for q in same if contenders.is_(q, DENSE) or contenders.is_(q, MONE, FULL))
           strict = full / r["median_ms"] / (r["flop_ratio"] if t.metric == "efficiency" else 1.0)
         out.append({"workload": r["workload"], "mode": t.mode, "batch": r["batch"], "e_c": t.e_c, "metric": t.metric,
                     "target": t.need, "measured": r[t.metric], "strict": strict,
@@ -113,7 +116,7 @@ def check_report(rows, fams) -> list:
   out = []
   for spec in report_targets(fams):
     group, e_c, metric, need = spec.group, spec.e_c, spec.metric, spec.need
-    r = find_row(rows, group, "mone", e_c)
+    r = find_row(rows, group, MONE, e_c)
     t = {"id": spec.id, "description": spec.description, "group": group, "metric": metric, "target": need,
          "measured": None, "met": None}
     if r is None:
@@ -127,7 +130,7 @@ def check_report(rows, fams) -> list:
     elif r.get("status") != "timed":
       t["status"] = f"not measured: {r.get('status')}"
     elif metric == "efficiency_vs_matvit":
-      m = find_row(rows, group, "matvit", e_c)
+      m = find_row(rows, group, MATVIT, e_c)
       if m is None or m.get("status") != "timed":
         t["status"] = "not measured: no timed MatViT row"
       else:
@@ -136,7 +139,7 @@ def check_report(rows, fams) -> list:
     else:
       t["measured"] = r[metric]
       t["met"] = t["measured"] >= need
-      others = [q[metric] for q in rows if (q["group"], q["model"], q["e_c"]) == (group, "mone", e_c)
+      others = [q[metric] for q in rows if (q["group"], q["model"], q["e_c"]) == (group, MONE, e_c)
                 and q.get("status") == "timed" and q.get(metric) is not None]
       t["best"] = max(others) if others else None
     if t["met"] is not None:

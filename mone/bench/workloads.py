@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mone import capacity, flops
+from mone.bench.contenders import DENSE, MASKED, MATVIT, MONE
 from mone.models import config, layers, masked, vit, vivit
 
 E_CS = (0.2, 0.3, 0.4, 0.5, 0.6, 1.0)
@@ -18,7 +19,7 @@ def _params_only(p):
 
 @dataclasses.dataclass
 class Contender:
-  name: str          # 'dense', 'mone', 'matvit' or 'masked'
+  name: str          # one of `contenders.NAMES`
   e_c: float | None  # the MoNE e_c this row belongs to (None for the dense baseline)
   macs: int          # analytic forward MACs per example (mone.flops)
   apply: Callable    # (variables, inputs) -> logits
@@ -68,25 +69,25 @@ def image_workload(variant: str, e_cs, with_matvit=True, with_masked=True, maske
     return lambda p: {"params": p, "nested": layers.nested_weights(p, widths)}
 
   dense_macs = flops.macs(cfg, "vit")
-  out = [Contender("dense", None, dense_macs, lambda v, x: dense.apply(v, x)[0], p_dense,
+  out = [Contender(DENSE, None, dense_macs, lambda v, x: dense.apply(v, x)[0], p_dense,
                    "ViT, all tokens at width D")]
   rel = [w / cfg.width for w in cfg.expert_widths]
   matvit_macs = [flops.macs(cfg, "matvit", r) for r in rel]
   for e_c in e_cs:
     caps = capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities
-    out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
+    out.append(Contender(MONE, e_c, flops.macs(cfg, "mone", capacities=caps),
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps), nested(cfg.expert_widths)))
     j = int(np.argmin([abs(m - out[-1].macs) for m in matvit_macs]))
     # The largest sub-model is the dense ViT itself; a sub-model closest to several e_c is timed once.
-    if with_matvit and j < cfg.num_experts - 1 and not any(c.name == "matvit" and c.macs == matvit_macs[j] for c in out):
-      out.append(Contender("matvit", e_c, matvit_macs[j],
+    if with_matvit and j < cfg.num_experts - 1 and not any(c.name == MATVIT and c.macs == matvit_macs[j] for c in out):
+      out.append(Contender(MATVIT, e_c, matvit_macs[j],
                            lambda v, x, j=j: dense.apply(v, x, width_index=j)[0], p_dense,
                            f"sub-model width {cfg.expert_widths[j]} (width_index={j})",
                            nested(cfg.expert_widths[j:j + 1])))
     if with_masked and abs(e_c - masked_e_c) < 1e-9:
       router_macs = cfg.num_routers * cfg.num_tokens * cfg.width * cfg.num_experts
-      out.append(Contender("masked", e_c, dense_macs + router_macs,
+      out.append(Contender(MASKED, e_c, dense_macs + router_macs,
                            lambda v, x, caps=caps: masked.masked_apply(v, cfg, x, caps)[0], p,
                            "naive MoNE: every token at width D, masked (mone.models.masked)"))
 
@@ -103,11 +104,11 @@ def video_workload(variant: str, e_cs, num_frames: int = 4, seed=0, params=None,
   shape = (cfg.num_frames, cfg.image_size, cfg.image_size, cfg.channels)
   mone, dense = vivit.ViViT(cfg, routed=True), vivit.ViViT(cfg)
   p, p_dense = params or _shared_params(mone, shape, cfg.num_experts, seed)
-  out = [Contender("dense", None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
+  out = [Contender(DENSE, None, flops.macs(cfg, "vit"), lambda v, x: dense.apply(v, x)[0], p_dense,
                    "ViViT-FE, all tokens at width D")]
   for e_c in e_cs:
     caps = capacity.budget(capacity.EQ3, e_c, cfg.num_experts).capacities
-    out.append(Contender("mone", e_c, flops.macs(cfg, "mone", capacities=caps),
+    out.append(Contender(MONE, e_c, flops.macs(cfg, "mone", capacities=caps),
                          lambda v, x, caps=caps: mone.apply(v, x, caps)[0], p,
                          "capacities " + ", ".join(f"{c:.3f}" for c in caps),
                          lambda p: {"params": p, "nested": layers.nested_weights(p, cfg.expert_widths)}))

@@ -11,6 +11,7 @@ inconclusive.
 import numpy as np
 
 from mone.chapters import claims, declarations, significance, stats
+from mone.configs.arms import Arm
 
 # Figure 4's "2x fewer FLOPs" per clip, up to the spatial CLS token, which always runs at full
 # width (MoNE at e_c = 0.4 computes 1.999x fewer FLOPs than the dense ViViT)
@@ -81,7 +82,8 @@ def figure3(by_seed: dict, variant: str, iso_planned: bool = False) -> list[dict
   arms: MoNE at e_c = 0.4 matches the dense ViT, with about 2x fewer FLOPs; MoNE beats MatViT
   and MoD at equal FLOPs; isoFLOPs training helps at the lowest e_c (if trained; iso_planned: a
   run that is planned but has not landed makes that claim not testable, rather than absent)."""
-  vit, mone, matvit, mod, iso = (_arm(by_seed, variant, k) for k in ("ViT", "MoNE", "MatViT", "MoD", "MoNE-isoFLOPs"))
+  vit, mone, matvit, mod, iso = (_arm(by_seed, variant, a.curve) for a in (
+      Arm("image", "vit"), Arm("image", "mone"), Arm("image", "matvit"), Arm("image", "mod"), Arm("image", "mone", iso_flops=True)))
   m04 = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, 0.4)) is not None}
   ref = min(set(vit) & set(mone))
   vit_ref, m04_ref = vit[ref][0], _at_e_c(mone[ref], 0.4)
@@ -128,7 +130,7 @@ def figure4(by_seed: dict, task: str, paper_name: str, min_reduction: float) -> 
   the dense ViViT, with 2x fewer FLOPs per clip, and beats MatViViT at equal FLOPs. A run of the
   task stuck on the loss plateau makes its trained claims inconclusive; a claim with no seed
   that trained both arms is not testable (yet)."""
-  vit, mone, matvivit = (_arm(by_seed, task, k) for k in ("ViViT", "MoNE", "MatViViT"))
+  vit, mone, matvivit = (_arm(by_seed, task, a.curve) for a in (Arm(task, "vit"), Arm(task, "mone"), Arm(task, "matvit")))
   m04 = {s: p["accuracy_pct"] for s, pts in mone.items() if (p := _at_e_c(pts, 0.4)) is not None}
   learned = _learned(by_seed, task)
   tolerance = declarations.rule(f"fig4.{task}.mone_no_drop")[1]

@@ -100,7 +100,7 @@ def standing(runs: dict) -> list[dict]:
 def dense_runs(runs: list[tuple[str, int, dict]]) -> list[dict]:
   """The metrics of the dense ViT's runs that have a validation curve (the calibration criteria
   need one), in run order."""
-  return [m for base, s, m in runs if base == "ViT" and m.get("curve") and m["curve"][-1].get("val_accuracy") is not None]
+  return [m for base, s, m in runs if base == Arm("image", "vit").label and m.get("curve") and m["curve"][-1].get("val_accuracy") is not None]
 
 
 def matvit(by_seed: dict, runs: dict, profile: str) -> dict | None:
@@ -127,8 +127,8 @@ def matvit_lines(m: dict, profile: str) -> list[str]:
   widths and MoNE's cheapest point minus the dense ViT, the training FLOPs of MatViT and that MoNE,
   and each seed's isoFLOPs run minus MatViT."""
   iso = iso_arm(profile).label
-  matvit_rows = [r for r in m["against_dense"] if r["label"] == "MatViT"]
-  cheapest = min((r for r in m["against_dense"] if r["label"] == "MoNE"), key=lambda r: r["gflops"])
+  matvit_rows = [r for r in m["against_dense"] if r["label"] == Arm("image", "matvit").curve]
+  cheapest = min((r for r in m["against_dense"] if r["label"] == Arm("image", "mone").curve), key=lambda r: r["gflops"])
   cheapest_label = f"MoNE e_c={cheapest['e_c']}"
   times = {r["label"]: r["x_dense"] for r in m["training_compute"]}
   out = [f"MatViT at full width minus the dense ViT: {_line(matvit_rows[-1])}",

@@ -21,6 +21,7 @@ import numpy as np
 from mone import results
 from mone.chapters import claims as claims_lib
 from mone.chapters import declarations, significance, verdicts
+from mone.configs.arms import Arm
 
 LANDING_FIGURE = "landing.png"  # under the results folder: `claim_plots.landing_figure`
 
@@ -119,7 +120,7 @@ def training_context(root: Path) -> str:
   if not path.is_file() or not metrics.is_file():
     return ""
   m = json.loads(path.read_text())
-  full = [r for r in m["against_dense"] if r["label"] == "MatViT"]
+  full = [r for r in m["against_dense"] if r["label"] == Arm("image", "matvit").curve]
   times = {r["label"]: r["x_dense"] for r in m["training_compute"]}
   points = {r["label"]: r for r in json.loads(metrics.read_text())["points"] if r.get("e_c") in (None, 0.2)}
   out = "The headline compares models trained for the same number of steps, as the paper does; on this profile more training helps every model:"

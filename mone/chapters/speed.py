@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.bench import micro, timing
+from mone.bench import contenders, micro, timing
+from mone.bench.contenders import DENSE, MASKED, MATVIT, MONE
 from mone.bench.rows import report_table
 from mone.chapters import plots
 from mone.runs import experiments
@@ -30,9 +31,9 @@ SETTINGS = {
     "small": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
     "paper": {"cpu.json": _FULL, "cpu-block.json": _BLOCK, "cpu-matmul.json": _MATMUL},
 }
-MODEL_STYLE = {"mone": dict(color=plots.MODEL_COLORS["MoNE"], label="MoNE"),  # every chapter's colours
-               "matvit": dict(color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
-               "masked": dict(color="k", label="naive masked MoNE")}
+MODEL_STYLE = {MONE: dict(color=plots.MODEL_COLORS["MoNE"], label="MoNE"),  # every chapter's colours
+               MATVIT: dict(color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
+               MASKED: dict(color="k", label="naive masked MoNE")}
 # The speed-up figure's marker per batch size, smallest first: a model is its colour, a batch its
 # marker, so that no two of the legend's series look alike (`mone.chapters.legibility`).
 BATCH_MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -200,8 +201,8 @@ def speedup_panel(ax, rows, title: str, batches=None):
       if pts:
         ax.plot([r["flop_ratio"] for r in pts], [r["speedup"] for r in pts], ls="none", ms=8, marker=marker,
                 color=style["color"], label=f"{style['label']}, batch {b}")
-  for e_c in dict.fromkeys(r["e_c"] for r in rows if r["model"] == "mone"):
-    high = max((r for r in rows if r["model"] == "mone" and r["e_c"] == e_c), key=lambda r: r["speedup"])
+  for e_c in dict.fromkeys(r["e_c"] for r in rows if contenders.is_(r, MONE)):
+    high = max((r for r in rows if contenders.is_(r, MONE, e_c)), key=lambda r: r["speedup"])
     ax.annotate(f"{e_c:g}", (high["flop_ratio"], high["speedup"]), fontsize=11, xytext=(0, 8),
                 textcoords="offset points", ha="center")
   ax.set(xlim=(0, top), ylim=(0, top), xlabel="analytic FLOP ratio (dense / model)", ylabel="measured speed-up", title=title)
@@ -236,9 +237,9 @@ def speedup_figure(rows, machine: dict):
   ncols = min(2, len(panels))
   nrows = -(-len(panels) // ncols)
   fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.4 * nrows), squeeze=False)
-  batches = sorted({r["batch"] for r in rows if r["model"] != "dense"})  # one marker per batch size, in every panel
+  batches = sorted({r["batch"] for r in rows if not contenders.is_(r, DENSE)})  # one marker per batch size, in every panel
   for (wl, mode), ax in zip(panels, axes.flat):
-    speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and r["model"] != "dense"],
+    speedup_panel(ax, [r for r in rows if (r["workload"], r["mode"]) == (wl, mode) and not contenders.is_(r, DENSE)],
                   f"{wl}, {mode}", batches)
   for ax in axes.flat[len(panels):]:
     ax.set_visible(False)
@@ -259,8 +260,8 @@ def _by_model_and_batch(label: str) -> tuple:
 def masked_summary(rows) -> list[str]:
   """The naive masked MoNE's speed-up beside the FLOP ratio of the MoNE it computes."""
   lines = []
-  for r in (r for r in rows if r["model"] == "masked"):
-    ratio = next(m["flop_ratio"] for m in rows if m["model"] == "mone" and (m["mode"], m["batch"], m["e_c"]) ==
+  for r in (r for r in rows if contenders.is_(r, MASKED)):
+    ratio = next(m["flop_ratio"] for m in rows if contenders.is_(m, MONE) and (m["mode"], m["batch"], m["e_c"]) ==
                  (r["mode"], r["batch"], r["e_c"]))
     lines.append(f"naive masked MoNE, {r['mode']} batch {r['batch']} at e_c={r['e_c']}: speed-up {r['speedup']:.2f} "
                  f"(FLOP ratio of this MoNE: {ratio:.2f})")
@@ -276,9 +277,9 @@ def speedup_summary(rows) -> list[str]:
     group = [r for r in rows if (r["workload"], r["mode"]) == (wl, mode)]
     at = lambda r: f"(batch {r['batch']}, FLOP ratio {r['flop_ratio']:.2f})"
     line = f"{wl}, {mode}: MoNE's speed-up " + ", ".join(f"{r['speedup']:.2f}x at e_c={r['e_c']:g} {at(r)}" for r in group
-                                                         if r["model"] == "mone" and r["e_c"] != 1.0)
+                                                         if contenders.saves(r))
     nested = [f"{r['note'].split(' (')[0].removeprefix('sub-model ')} {r['speedup']:.2f}x {at(r)}"
-              for r in group if r["model"] == "matvit"]
+              for r in group if contenders.is_(r, MATVIT)]
     lines.append(line + (f"; MatViT's sub-models nearest in FLOPs: {', '.join(nested)}" if nested else ""))
   return lines
 
@@ -292,8 +293,8 @@ def gpu_findings(gpus: dict) -> list[str]:
   span = lambda xs: f"{min(xs):.2f}-{max(xs):.2f}" if min(xs) != max(xs) else f"{xs[0]:.2f}"
   for wl, mode in groups(rows, "workload", "mode"):
     sel = [r for r in rows if (r["workload"], r["mode"]) == (wl, mode)]
-    mone = [r for r in sel if r["model"] == "mone" and r["e_c"] != 1.0]
-    nested = [r for r in sel if r["model"] == "matvit"]
+    mone = [r for r in sel if contenders.saves(r)]
+    nested = [r for r in sel if contenders.is_(r, MATVIT)]
     files = ", ".join(dict.fromkeys(r["file"] for r in sel))
     line = (f"{wl}, {mode} ({files}): MoNE's speed-up over the dense model {span([r['speedup'] for r in mone])}x "
             f"at {span([r['flop_ratio'] for r in mone])}x fewer FLOPs")
@@ -308,7 +309,7 @@ def gpu_ranges(gpus: dict) -> dict:
   """The committed GPU runs in a few numbers, for the landing page's line on speed: the devices, and
   per mode the range of MoNE's speed-ups below e_c = 1 and of their FLOP ratios, over every file."""
   rows = [r for g in gpus.values() for r in g["rows"]
-          if r["model"] == "mone" and r["e_c"] != 1.0 and r.get("speedup") is not None]
+          if contenders.saves(r) and r.get("speedup") is not None]
   span = lambda xs: [min(xs), max(xs)]
   return {"devices": sorted({g["machine"]["device"] for g in gpus.values()}),
           **{mode: {"speedup": span([r["speedup"] for r in sel]), "flop_ratio": span([r["flop_ratio"] for r in sel])}

@@ -13,7 +13,8 @@ three were measured: until all their processes are, their claims are not testabl
 """
 import numpy as np
 
-from mone.bench import targets as bench_targets
+from mone.bench import contenders, targets as bench_targets
+from mone.bench.contenders import DENSE, FULL, MONE, ROUTING
 from mone.chapters import claims, stats
 from mone.chapters.declarations import Chapter, Claim
 
@@ -75,13 +76,13 @@ def linear_fit(rows) -> dict:
 
 
 def _mone_row(rows, e_c):
-  return next(r for r in rows if r["model"] == "mone" and abs(r["e_c"] - e_c) < 1e-9)
+  return next(r for r in rows if contenders.is_(r, MONE, e_c))
 
 
 def matched_e_c(rows, ratio: float = PAPER_FLOP_RATIO) -> float:
   """The MoNE e_c of one process's rows whose FLOP ratio to the dense model is nearest `ratio`
   (default the paper's video row, `PAPER_FLOP_RATIO`; its image row: `PAPER_IMAGE_FLOP_RATIO`)."""
-  return min((r for r in rows if r["model"] == "mone"), key=lambda r: abs(r["flop_ratio"] - ratio))["e_c"]
+  return min((r for r in rows if contenders.is_(r, MONE)), key=lambda r: abs(r["flop_ratio"] - ratio))["e_c"]
 
 
 def paper_claims(rep: dict) -> list[dict]:
@@ -94,8 +95,8 @@ def paper_claims(rep: dict) -> list[dict]:
   at03 = [_mone_row(rows, 0.3)["speedup"] for rows in video]
   mean03, lo03, hi03 = stats.paired_ci(at03)
   ratio03 = _mone_row(video[0], 0.3)["flop_ratio"]
-  routing = [next(r for r in b["rows"] if r["model"] == "routing") for b in rep["routing"]]
-  e_cs = ", ".join(f"{r['e_c']:g}" for r in video[0] if r["model"] == "mone")
+  routing = [next(r for r in b["rows"] if contenders.is_(r, ROUTING)) for b in rep["routing"]]
+  e_cs = ", ".join(f"{r['e_c']:g}" for r in video[0] if contenders.is_(r, MONE))
   return [
       claims.timing("speed.paper.video_latency_gain",
                     f"{clip}, one clip: MoNE at e_c = {e_c:g}, where its FLOPs are {at[0]['flop_ratio']:.2f}x fewer than "
@@ -125,13 +126,13 @@ def paper_claims(rep: dict) -> list[dict]:
 
 
 def _has(rows, e_c) -> bool:
-  return any(r["model"] == "mone" and abs(r["e_c"] - e_c) < 1e-9 for r in rows)
+  return any(contenders.is_(r, MONE, e_c) for r in rows)
 
 
 def _per_second(rows, model, e_c=None) -> float:
   """Examples per second of one model (MoNE at e_c) at its batch, the mean over the processes' rows."""
   return float(np.mean([r["batch"] / r["median_ms"] * 1e3 for r in rows
-                        if r["model"] == model and (model == "dense" or abs(r["e_c"] - e_c) < 1e-9)]))
+                        if contenders.is_(r, model, e_c)]))
 
 
 def _throughput(id, claim, paper, files, e_c, threshold, per, aside=None) -> dict:
@@ -146,8 +147,8 @@ def _throughput(id, claim, paper, files, e_c, threshold, per, aside=None) -> dic
     return claims.not_testable(id, claim, paper, "timing", f"its benchmark files did not time MoNE at e_c = {e_c:g}")
   rows = [r for b in files for r in b["rows"]]
   note = (f"Operating point: e_c = {e_c:g}, {_mone_row(rows, e_c)['flop_ratio']:.2f}x fewer FLOPs than the dense "
-          f"model, batches of {rows[0]['batch']}: {_per_second(rows, 'mone', e_c):.4g} {per}/s against "
-          f"{_per_second(rows, 'dense'):.4g} dense (means over the processes).")
+          f"model, batches of {rows[0]['batch']}: {_per_second(rows, MONE, e_c):.4g} {per}/s against "
+          f"{_per_second(rows, DENSE):.4g} dense (means over the processes).")
   if aside is not None and aside != e_c and all(_has(b["rows"], aside) for b in files):
     mean, lo, hi = stats.paired_ci([_mone_row(b["rows"], aside)["speedup"] for b in files])
     note += (f" At e_c = {aside:g} ({_mone_row(rows, aside)['flop_ratio']:.2f}x fewer FLOPs): {mean:.2f}x, "
@@ -180,7 +181,7 @@ def image_throughput_claim(rep: dict) -> dict:
   files = rep.get("image")
   rows = files[0]["rows"] if files else []
   e_c = matched_e_c(rows, PAPER_IMAGE_FLOP_RATIO) if rows else None
-  aside = min((r for r in rows if r["model"] == "mone" and r["e_c"] != e_c), default=None,
+  aside = min((r for r in rows if contenders.is_(r, MONE) and r["e_c"] != e_c), default=None,
               key=lambda r: abs(r["flop_ratio"] - PAPER_IMAGE_FLOP_RATIO))
   where = (f"{rows[0]['workload']}, batches of {rows[0]['batch']} images: MoNE at e_c = {e_c:g}, where its FLOPs "
            f"are {_mone_row(rows, e_c)['flop_ratio']:.2f}x fewer than the dense model's (the nearest to" if rows else
@@ -227,9 +228,9 @@ def video_figure(rep: dict):
                     label=f"process {i}: R$^2$ = {fit['r2']:.3f}")
     ax.plot([r["gflops"] for r in rows], [r["median_ms"] for r in rows], "o", color=line.get_color(), ms=6)
   for r in rep["video"][0]["rows"]:
-    if r["model"] == "mone" and r["e_c"] == 1.0:
+    if contenders.is_(r, MONE, FULL):
       continue  # the dense model's FLOPs: one label for both
-    label = "dense and 1" if r["model"] == "dense" else f"{r['e_c']:g}"
+    label = "dense and 1" if contenders.is_(r, DENSE) else f"{r['e_c']:g}"
     ax.annotate(label, (r["gflops"], r["median_ms"]), xytext=(-6, 7), textcoords="offset points", ha="right", fontsize=10)
   ax.set(xlim=(0, None), ylim=(0, None), xlabel="analytic GFLOPs per clip (multiply-adds)", ylabel="median latency (ms)",
          title=f"{rep['video'][0]['rows'][0]['workload']}: latency against FLOPs\n(labels: $e_c$; lines: least squares per process)")
@@ -246,8 +247,8 @@ def report(rep: dict) -> list[str]:
   for i, (t, v, r) in enumerate(zip(rep["targets"], rep["video"], rep["routing"]), 1):
     m = v["machine"]
     fit = linear_fit(v["rows"])
-    lat = ", ".join(f"{'dense' if x['model'] == 'dense' else x['e_c']} {x['median_ms']:.0f} ms" for x in v["rows"])
-    share = next(x for x in r["rows"] if x["model"] == "routing")
+    lat = ", ".join(f"{DENSE if contenders.is_(x, DENSE) else x['e_c']} {x['median_ms']:.0f} ms" for x in v["rows"])
+    share = next(x for x in r["rows"] if contenders.is_(x, ROUTING))
     lines.append(f"process {i} ({m['date'][:16]}, code {m.get('code')}, load {m['load_avg'][0]:.2f}): {lat}; "
                  f"fit {fit['slope_ms_per_gflop']:.2f} ms/GFLOP + {fit['intercept_ms']:.0f} ms, R^2 {fit['r2']:.4f}; "
                  f"routing {share['median_ms']:.2f} ms = {share['share']:.3%} of the forward")

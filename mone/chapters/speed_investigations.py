@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
+from mone.bench import contenders
+from mone.bench.contenders import ATTENTION, DENSE, MONE
 from mone.chapters import plots, speed
 
 BLOCK, MATMUL = "cpu-block.json", "cpu-matmul.json"
@@ -236,18 +238,18 @@ def blocks_figure(rows):
   fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.4 * nrows), squeeze=False)
   for (batch, mode), ax in zip(panels, axes.flat):
     sel = [r for r in rows if (r["batch"], r["mode"]) == (batch, mode)]
-    att = next(r["median_ms"] for r in sel if r["model"] == "attention")
-    dense = next(r["median_ms"] for r in sel if r["model"] == "dense")
-    bars = [r for r in sel if r["model"] != "attention"]
+    att = next(r["median_ms"] for r in sel if contenders.is_(r, ATTENTION))
+    dense = next(r["median_ms"] for r in sel if contenders.is_(r, DENSE))
+    bars = [r for r in sel if not contenders.is_(r, ATTENTION)]
     ax.bar(range(len(bars)), [att] * len(bars), color="0.7", label="attention (same work in both)")
     for i, r in enumerate(bars):
-      model = "ViT" if r["model"] == "dense" else "MoNE"
-      ax.bar(i, r["median_ms"] - att, bottom=att, color=plots.MODEL_COLORS[model],
-             label=f"rest of the {'dense' if model == 'ViT' else 'MoNE'} block")
-      if r["model"] == "mone":
+      dense_bar = contenders.is_(r, DENSE)
+      ax.bar(i, r["median_ms"] - att, bottom=att, color=plots.MODEL_COLORS["ViT" if dense_bar else "MoNE"],
+             label=f"rest of the {'dense' if dense_bar else 'MoNE'} block")
+      if contenders.is_(r, MONE):
         ax.plot([i - 0.4, i + 0.4], [dense / r["flop_ratio"]] * 2, color="k", lw=2,
                 label="MoNE at the dense block's speed per FLOP")
-    ax.set_xticks(range(len(bars)), ["dense" if r["model"] == "dense" else f"MoNE\n$e_c$={r['e_c']:g}" for r in bars])
+    ax.set_xticks(range(len(bars)), ["dense" if contenders.is_(r, DENSE) else f"MoNE\n$e_c$={r['e_c']:g}" for r in bars])
     ax.set(title=f"{mode}, batch {batch}", ylabel="ms per block")
     ax.grid(alpha=0.3, axis="y")
     ax.grid(False, axis="x")  # the theme's vertical lines ran through the bars
@@ -261,9 +263,9 @@ def block_summary(rows) -> list[str]:
   lines = []
   for batch, mode in speed.groups(rows, "batch", "mode"):
     sel = {(r["model"], r["e_c"]): r for r in rows if (r["batch"], r["mode"]) == (batch, mode)}
-    att, dense = sel["attention", None]["median_ms"], sel["dense", None]["median_ms"]
+    att, dense = sel[ATTENTION, None]["median_ms"], sel[DENSE, None]["median_ms"]
     for (model, e_c), r in sel.items():
-      if model == "mone" and e_c != 1.0:
+      if contenders.saves(r):
         lines.append(f"{mode}, batch {batch}, e_c={e_c}: MoNE {r['median_ms']:.1f} ms = {r['speedup']:.2f}x faster than "
                      f"dense (FLOP ratio {r['flop_ratio']:.2f}, efficiency {r['efficiency']:.2f}); attention alone "
                      f"{att:.1f} ms, {att / r['median_ms']:.0%} of MoNE's block and {att / dense:.0%} of the dense block's")
@@ -274,12 +276,12 @@ def matmuls_figure(rows):
   """GFLOP/s of each projection matmul, per group width, one panel per contender of `--matmul`
   rows (equal bar widths in every panel)."""
   import matplotlib.pyplot as plt
-  contenders = speed.groups(rows, "model", "e_c")
-  n_groups = [len({r["width"] for r in rows if (r["model"], r["e_c"]) == key and r["width"]}) for key in contenders]
+  panels = speed.groups(rows, "model", "e_c")
+  n_groups = [len({r["width"] for r in rows if (r["model"], r["e_c"]) == key and r["width"]}) for key in panels]
   # Narrow enough that its tick labels, at the theme's size, stay over 9 px where the book shows it
-  fig, axes = plt.subplots(1, len(contenders), figsize=(0.95 * sum(n_groups) + 1.3, 3.6), squeeze=False, sharey=True,
+  fig, axes = plt.subplots(1, len(panels), figsize=(0.95 * sum(n_groups) + 1.3, 3.6), squeeze=False, sharey=True,
                            gridspec_kw={"width_ratios": n_groups})
-  for (model, e_c), ax in zip(contenders, axes[0]):
+  for (model, e_c), ax in zip(panels, axes[0]):
     sel = [r for r in rows if (r["model"], r["e_c"]) == (model, e_c) and r["projection"] != "total"]
     widths = list(dict.fromkeys(r["width"] for r in sel))
     for k, (proj, color) in enumerate(PROJECTION_COLORS.items()):
@@ -289,7 +291,7 @@ def matmuls_figure(rows):
     ax.set_xticks(range(len(widths)), [f"{w}\n{next(r for r in sel if r['width'] == w)['shape'][0]} tokens"
                                        for w in widths])
     total = next(r for r in rows if (r["model"], r["e_c"], r["projection"]) == (model, e_c, "total"))
-    ax.set(xlabel="group width $d_j$", title="dense block" if model == "dense" else
+    ax.set(xlabel="group width $d_j$", title="dense block" if model == DENSE else
            f"MoNE $e_c$={e_c:g}: efficiency {total['rate']:.2f}")
     ax.grid(alpha=0.3, axis="y")
     ax.grid(False, axis="x")
@@ -303,7 +305,7 @@ def matmuls_figure(rows):
 def matmul_summary(rows) -> list[str]:
   """Per MoNE contender: its matmuls' time, the time lost against the dense speed per FLOP, and
   its slowest matmul."""
-  dense_rate = next(r for r in rows if r["model"] == "dense" and r["projection"] == "total")["gflops_per_s"]
+  dense_rate = next(r for r in rows if contenders.is_(r, DENSE) and r["projection"] == "total")["gflops_per_s"]
   lines = []
   for model, e_c in speed.groups(rows, "model", "e_c")[1:]:
     sel = [r for r in rows if (r["model"], r["e_c"]) == (model, e_c) and r["projection"] != "total"]

@@ -19,7 +19,7 @@ E = 4  # nested experts: D/8, D/4, D/2 and D, as in the paper
 # (label, allocation, e_c or None for a static allocation, the paper's SSv2 accuracy, the plan's arm) of
 # each row of Table 1 (`headlines.TABLE1_ARMS`), from its arm: the label is its curve's model, "MoNE" or
 # the allocation's name, and the paper gives MoNE's accuracy by e_c
-TABLE = tuple((a.curve, a.allocation, a.e_c, headlines.PAPER_SSV2[a.e_c if a.curve == "MoNE" else a.curve], a)
+TABLE = tuple((a.curve, a.allocation, a.e_c, headlines.PAPER_SSV2[a.e_c if a.allocation == capacity.EQ3 else a.curve], a)
               for a in headlines.TABLE1_ARMS)
 # The paper's static budgets (Sec. 6): (allocation, label, e_c)
 BUDGETS = (("proportionate", "Proportionate", 0.27), ("uniform", "Uniform", 0.47))
@@ -141,14 +141,14 @@ def far_below_text(rows: list[dict], gap: float = FAR_BELOW) -> str:
   name = lambda r: r["distribution"] + (f" e_c={r['e_c']:g}" if r["budget"] == "dynamic" else "")
   listed = "; ".join(f"{name(r)} seed {r['seed']}: {r['accuracy_pct']:.1f}% (its arm's median "
                      f"{r['arm_median_pct']:.1f}%{', never left chance' if r['learned'] is False else ''})" for r in runs)
-  baselines = sum(r["distribution"] != "MoNE" for r in runs)
+  baselines = sum(r["allocation"] != capacity.EQ3 for r in runs)
   return (f"{len(runs)} of {len(rows)} runs ended more than {gap:g} points below their arm's median, "
           f"{baselines} of them in baseline arms: {listed}.")
 
 
 def mone_means(rows: list[dict]) -> str:
   """MoNE's mean accuracy at e_c 0.4 and 0.3 over the seeds trained, beside the paper's (nan: none)."""
-  mean = lambda e: np.mean([r["accuracy_pct"] for r in rows if r["distribution"] == "MoNE" and r["e_c"] == e] or [np.nan])
+  mean = lambda e: np.mean([r["accuracy_pct"] for r in rows if r["allocation"] == capacity.EQ3 and r["e_c"] == e] or [np.nan])
   return f"MoNE e_c=0.4 {mean(0.4):.1f}% (paper 64.6), e_c=0.3 {mean(0.3):.1f}% (paper 64.2), means over the seeds trained"
 
 
