@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
   tr.add_argument("--pair", nargs="+", default=None, metavar="KEY=VALUE",
                   help="time every arm also with these config overrides, in turns with the arm as it is, and "
                        "compare the two (e.g. eval_batch_size=100 model.weight_grad=direct)")
+  tr.add_argument("--attention", action="store_true",
+                  help="also time each step's attention alone, in the same turns, and bound MoNE's rate over the dense "
+                       "model's by it (training.attention_bound); default --json results/bench/cpu-training-attention.json")
   tr.add_argument("--rounds", type=int, default=5, help="turns each arm takes (--training)")
   tr.add_argument("--steps", type=int, default=4, help="steps each arm runs per turn (--training)")
   tr.add_argument("--allocators", nargs="+", default=None, metavar="FILE",
@@ -111,8 +114,8 @@ def check(args):
   if args.training and (args.block or args.matmul or args.routing or args.report or args.video_only):
     raise ValueError("--training times the training steps alone; it does not combine with --block, --matmul, "
                      "--routing, --report or --video-only")
-  if not args.training and (args.arms or args.pair):
-    raise ValueError("--arms and --pair are options of --training")
+  if not args.training and (args.arms or args.pair or args.attention):
+    raise ValueError("--arms, --pair and --attention are options of --training")
   if args.block + args.matmul + args.routing > 1:
     raise ValueError("--block, --matmul and --routing time different things; pass one of them")
   if args.video_only and not args.video:
@@ -282,11 +285,12 @@ def main_block(args):
 def main_training(args):
   """--training: `mone.bench.training.measure`, written with the machine it ran on."""
   if args.json is None:
-    args.json = str(results.results_root() / "bench" / "cpu-training.json")
+    args.json = str(results.results_root() / "bench" / ("cpu-training-attention.json" if args.attention else "cpu-training.json"))
   meta = machine()
   print(f"training throughput on {meta['device']} / {meta['cpu_model']} ({results.usable_cores()} of "
         f"{meta['cores']} cores usable), jax {meta['jax']}, code {meta['code']}, load average {meta['load_avg'][0]:.2f}")
-  out = training.measure(args.arms or (), rounds=args.rounds, steps_per_round=args.steps, pair=args.pair or ())
+  out = training.measure(args.arms or (), rounds=args.rounds, steps_per_round=args.steps, pair=args.pair or (),
+                         attention=args.attention)
   results.atomic_write_json(args.json, {
       "machine": {**meta, "cores_used": results.usable_cores(), "load_avg_end": list(os.getloadavg()),
                   "peak_rss_mib": results.peak_rss_mib()},

@@ -3,6 +3,7 @@ float32 matmul rate, and where a whole run's wall time goes besides the step.
 
   python -m mone.bench --training                          # every arm, results/bench/cpu-training.json
   python -m mone.bench --training --arms image:vit image:mone:0.4 --rounds 3 --json /tmp/t.json
+  python -m mone.bench --training --attention --arms image:vit image:mone:0.3   # attention's share too
 
 Run it on one pinned core (`taskset -c 0`), as the training queue's workers train, on an idle machine.
 
@@ -22,9 +23,16 @@ What is timed, in one process, so that every number shares the machine's state:
   steps: CURVE_TRAIN_EXAMPLES training images and the validation split), the final evaluation at
   every evaluation point on the test and validation splits (per-example time measured at the curve
   point, scaled to each point by its forward FLOPs), and checkpoints (every checkpoint_every steps).
+- with `--attention`, the step's attention alone (`attention_program`): forward and backward of
+  `mone.models.layers.attention` at every shape the step calls it with, one jitted program, timed in
+  the same turns as the step. MoNE runs attention at full width, as the dense model does, so this
+  time does not shrink with e_c: the summary's `mone_over_dense_bound` is the rate MoNE would reach
+  against the dense model if the rest of its step ran at the dense step's rate per FLOP
+  (`attention_bound`), the ceiling that attention alone puts on that ratio.
 
 The rows are estimates of a run from measured parts, not a run.
 """
+import contextlib
 import dataclasses
 import tempfile
 import time
@@ -36,7 +44,7 @@ import orbax.checkpoint as ocp
 
 from mone.configs.arms import Arm, arms, select  # noqa: F401 (the arms it times)
 from mone.data import pipeline, sources
-from mone.models import kinds
+from mone.models import kinds, layers
 from mone.train import checkpoints, evaluation, loop, sharding, steps
 
 RENDER_EXAMPLES = 1024  # examples rendered to time a dataset's rendering per example
@@ -63,10 +71,47 @@ def matmul_rate(n: int = MATMUL_N, reps: int = 7) -> float:
   return n ** 3 / _median_s(lambda: f(a, b), reps) / 1e9
 
 
-class Timed:
-  """One arm made ready to time: its config, model, state, jitted step and a few real batches."""
+@contextlib.contextmanager
+def recording_attention():
+  """The (shape, dtype) of q at every call of `mone.models.layers.attention` traced inside, in call
+  order: what a step's attention is, read off the step itself (its blocks look the function up in
+  their module at trace time, so a stand-in there sees every call; values are untouched)."""
+  calls, original = [], layers.attention
 
-  def __init__(self, arm: Arm, num_batches: int, arm_index: int = 0, profile: str = "small"):
+  def record(q, k, v):
+    calls.append((tuple(q.shape), q.dtype))
+    return original(q, k, v)
+
+  layers.attention = record
+  try:
+    yield calls
+  finally:
+    layers.attention = original
+
+
+def attention_program(calls, seed: int = 0):
+  """A function that runs forward and backward of `layers.attention` once at each (shape, dtype) of
+  `calls` ([B, H, N, c] heads-major, as `recording_attention` gives them), on random inputs and
+  cotangents, as one jitted program (compiled here), and its MACs per run counted as `mone.flops`
+  counts a training step's: 3x the forward's two [N, N] products per head."""
+  keys = jax.random.split(jax.random.key(seed), 4 * len(calls))
+  args = [tuple(jax.random.normal(keys[4 * i + j], shape, dtype) for j in range(4)) for i, (shape, dtype) in enumerate(calls)]
+  qkv, cotangents = [a[:3] for a in args], [a[3] for a in args]
+
+  def pulled(qkv):  # the step's backward receives a cotangent per attention output, as this does
+    return sum(jnp.vdot(layers.attention(*x), g) for x, g in zip(qkv, cotangents))
+
+  f = jax.jit(jax.grad(pulled))
+  jax.block_until_ready(f(qkv))
+  macs = sum(3 * 2 * b * h * n * n * c for (b, h, n, c), _ in calls)
+  return (lambda: f(qkv)), macs
+
+
+class Timed:
+  """One arm made ready to time: its config, model, state, jitted step and a few real batches; with
+  attention=True also its step's attention alone (`attention_program`)."""
+
+  def __init__(self, arm: Arm, num_batches: int, arm_index: int = 0, profile: str = "small", attention: bool = False):
     self.arm, cfg = arm, arm.config(profile)
     self.cfg = cfg
     # Rendering, timed on a few examples (the pipeline's work per batch does not depend on how many
@@ -101,10 +146,13 @@ class Timed:
     batches.close()
     self.data_s = self._batch_s(train_src) + float(np.median(host))
     t = time.perf_counter()
-    self.state, loss = self.step_fn(self.state, self.feeds[0][1], steps.train_budget(cfg, self.feeds[0][0]))
+    with recording_attention() if attention else contextlib.nullcontext([]) as calls:  # traced at the first step
+      self.state, loss = self.step_fn(self.state, self.feeds[0][1], steps.train_budget(cfg, self.feeds[0][0]))
     jax.block_until_ready(loss)
     self.compile_s = time.perf_counter() - t
     self.times = []
+    self.attention_calls, self.attention_times = list(calls), []
+    self.attention, self.attention_macs = attention_program(calls) if attention else (None, 0)
     self.eval_step = evaluation.eval_step_fn(cfg, self.model)
 
   def _batch_s(self, src) -> float:
@@ -128,6 +176,10 @@ class Timed:
       self.state, loss = self.step_fn(self.state, feed, steps.train_budget(self.cfg, step))
       jax.block_until_ready(loss)
       self.times.append(time.perf_counter() - t)
+    for _ in range(n if self.attention else 0):  # the same turn: the same machine state as the steps
+      t = time.perf_counter()
+      jax.block_until_ready(self.attention())
+      self.attention_times.append(time.perf_counter() - t)
 
   def outside(self) -> dict:
     """Seconds of a full run spent outside the step, by part (see the module docstring)."""
@@ -179,7 +231,7 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
   outside = timed.outside()
   train_s = step_s * timed.total_steps
   kind = cfg.model_kind
-  return {
+  out = {
       "arm": timed.arm.name, "overrides": list(timed.arm.overrides), "recipe": cfg.name, "kind": cfg.kind, "label": kind.label,
       "e_c": kind.recorded_e_c(cfg), "routed": kind.routed, "dense": type(kind) is kinds.Kind,
       "allocation": getattr(cfg, "allocation", None),
@@ -191,6 +243,12 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
               "outside_share": round(sum(outside.values()) / (train_s + sum(outside.values())), 3),
               "estimated_wall_s": round(train_s + sum(outside.values()), 1)},
   }
+  if timed.attention:
+    att_s = float(np.median(timed.attention_times))
+    out["attention"] = {"calls": [[*shape, str(dtype)] for shape, dtype in timed.attention_calls],
+                        "ms": round(1e3 * att_s, 2), "share": round(att_s / step_s, 3),
+                        "gflop_per_step": round(timed.attention_macs / 1e9, 6)}
+  return out
 
 
 def summary(rows: list[dict]) -> dict:
@@ -211,7 +269,28 @@ def summary(rows: list[dict]) -> dict:
     mone = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["routed"]]
     if dense and mone:
       ratios[recipe] = round(float(np.median(mone)) / dense[0], 3)
-  return {"by_kind": out, "mone_over_dense": ratios}
+  out = {"by_kind": out, "mone_over_dense": ratios}
+  bounds = {}
+  for recipe in ratios:
+    dense = next(r for r in rows if r["recipe"] == recipe and r["dense"])
+    routed = [r for r in rows if r["recipe"] == recipe and r["routed"] and "attention" in r]
+    if "attention" in dense and routed:
+      bounds[recipe] = round(float(np.median([attention_bound(dense, r) for r in routed])), 3)
+  return out | ({"mone_over_dense_bound": bounds} if bounds else {})
+
+
+def attention_bound(dense: dict, mone: dict) -> float:
+  """MoNE's step rate over the dense model's (GFLOP/s, as `summary`'s mone_over_dense) if everything
+  but attention ran in MoNE's step at the dense step's rate per FLOP, attention taking the time
+  measured for it (rows of `row` with their "attention"). Attention is full width in both, so its
+  time stays; where MoNE's other work already runs at the dense rate, this is the measured ratio."""
+  def parts(r):
+    total, att = r["gflop_per_step"], r["attention"]["gflop_per_step"]
+    return total, att, r["step_ms"], r["attention"]["ms"]
+  f_d, a_d, t_d, s_d = parts(dense)
+  f_m, a_m, _, s_m = parts(mone)
+  rest_rate = (f_d - a_d) / (t_d - s_d)  # GFLOP per ms of the dense step outside attention
+  return (f_m / (s_m + (f_m - a_m) / rest_rate)) / (f_d / t_d)
 
 
 def paired(reference: list[dict], variant: list[dict]) -> dict:
@@ -295,10 +374,11 @@ def _sittings(sittings: list[tuple[dict, dict]]) -> dict:
   return out
 
 
-def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=print) -> dict:
+def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=print, attention: bool = False) -> dict:
   """Times the arms named (all by default) as the module docstring says; returns rows, summary
   and the matmul rates. pair: 'key=value' overrides (e.g. eval_batch_size=100): every arm is then
-  timed twice, as it is and with them, in turns, and `paired` compares the two."""
+  timed twice, as it is and with them, in turns, and `paired` compares the two. attention: time each
+  step's attention alone beside it (the rows' "attention", the summary's mone_over_dense_bound)."""
   chosen = select(names)
   if pair:
     chosen = tuple(x for a in chosen for x in (a, dataclasses.replace(a, overrides=tuple(pair))))
@@ -313,7 +393,7 @@ def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=pr
   log(f"matmul: {before:.1f} GFLOP/s (multiply-accumulates, {MATMUL_N}^3 float32)")
   ready = []
   for i, arm in enumerate(chosen):
-    ready.append(Timed(arm, num_batches=min(steps_per_round, 8), arm_index=i))
+    ready.append(Timed(arm, num_batches=min(steps_per_round, 8), arm_index=i, attention=attention))
     log(f"{arm.name}: compiled in {ready[-1].compile_s:.1f} s")
   for r in range(rounds):
     for timed in ready:
@@ -324,8 +404,11 @@ def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=pr
   rows = [row(t, rate) for t in ready]
   for x in rows:
     log(f"{x['arm'] + (' *' if x['overrides'] else ''):26s} {x['step_ms']:8.1f} ms/step {x['gflop_per_s']:6.1f} GFLOP/s "
-        f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run")
+        f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run"
+        + (f", attention {x['attention']['ms']:.1f} ms ({100 * x['attention']['share']:.0f}%)" if "attention" in x else ""))
   rates = {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)}}
+  for recipe, bound in summary(rows[0::2] if pair else rows).get("mone_over_dense_bound", {}).items():
+    log(f"{recipe}: MoNE's rate over the dense model's is at most {bound:.2f} while attention takes the time it does")
   if not pair:
     return {**rates, "rows": rows, "summary": summary(rows)}
   reference, variant = rows[0::2], rows[1::2]

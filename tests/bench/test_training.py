@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from mone import results
+from mone import flops, results
 from mone.bench import cli, training
 from mone.configs import profiles
 
@@ -36,7 +36,7 @@ def test_an_unknown_arm_is_refused_with_the_arms_listed():
 def test_training_options_are_refused_where_they_do_not_apply(capsys):
   with pytest.raises(SystemExit):
     cli.main(["--arms", "image:vit"])
-  assert "--arms and --pair are options of --training" in capsys.readouterr().err
+  assert "--arms, --pair and --attention are options of --training" in capsys.readouterr().err
   with pytest.raises(SystemExit):
     cli.main(["--training", "--block"])
   assert "--training times the training steps alone" in capsys.readouterr().err
@@ -66,6 +66,42 @@ def test_a_timed_arm_gives_a_row_whose_numbers_agree(monkeypatch):
   assert s["by_kind"]["MoNE"]["gflop_per_s"] == rows[1]["gflop_per_s"]
   assert s["mone_over_dense"][rows[0]["recipe"]] == round(rows[1]["gflop_per_s"] / rows[0]["gflop_per_s"], 3)
   json.dumps(rows)  # the rows go into the JSON as they are
+
+
+def test_the_attention_timed_is_the_steps_own(monkeypatch):
+  """With attention=True an arm records the attention its step traced: the dense ViT's and MoNE's are
+  the same calls (full width, every token, every block), counted as `mone.flops` counts them; the row
+  and the summary carry the time and the bound."""
+  monkeypatch.setattr(training, "RENDER_EXAMPLES", 64)
+  arms = [training.Arm("image", "vit"), training.Arm("image", "mone", 0.4)]
+  timed = [training.Timed(a, num_batches=2, arm_index=i, profile="smoke", attention=True) for i, a in enumerate(arms)]
+  cfg = timed[0].cfg
+  m = cfg.model
+  call = ((cfg.batch_size, m.num_heads, m.num_tokens, m.width // m.num_heads), np.dtype("float32"))
+  assert timed[0].attention_calls == timed[1].attention_calls == [call] * m.depth
+  attention_macs = 3 * cfg.batch_size * m.depth * flops.block_macs([m.num_tokens], [0], m.width, m.mlp_dim)
+  assert timed[0].attention_macs == timed[1].attention_macs == attention_macs
+  for t in timed:
+    t.run(2)
+    assert len(t.attention_times) == 2
+  rows = [training.row(t, matmul_gflops=50.0) for t in timed]
+  for r in rows:
+    assert r["attention"]["gflop_per_step"] == round(attention_macs / 1e9, 6) and 0 < r["attention"]["share"]
+  bound = training.summary(rows)["mone_over_dense_bound"][cfg.name]
+  assert bound == round(training.attention_bound(*rows), 3)
+  untimed = [{k: v for k, v in r.items() if k != "attention"} for r in rows]  # rows timed without attention
+  assert "mone_over_dense_bound" not in training.summary(untimed)
+
+
+def test_the_attention_bound_is_the_rate_at_the_dense_rate_outside_attention():
+  """Dense: 10 GFLOP in 10 ms, attention 2 GFLOP in 4 ms, so 8 GFLOP in 6 ms outside it. MoNE: 5 GFLOP,
+  attention the same; at the dense rate its other 3 GFLOP take 2.25 ms: 5 GFLOP in 6.25 ms, 0.8x the
+  dense rate, whatever MoNE's own step time; a MoNE step that fast measures that ratio itself."""
+  dense = {"gflop_per_step": 10.0, "step_ms": 10.0, "attention": {"gflop_per_step": 2.0, "ms": 4.0}}
+  mone = {"gflop_per_step": 5.0, "step_ms": 9.0, "attention": {"gflop_per_step": 2.0, "ms": 4.0}}
+  assert np.isclose(training.attention_bound(dense, mone), 0.8)
+  assert np.isclose(training.attention_bound(dense, {**mone, "step_ms": 1.0}), 0.8)
+  assert np.isclose(training.attention_bound(dense, dense), 1.0)
 
 
 def test_the_matmul_rate_counts_multiply_accumulates():
