@@ -407,8 +407,10 @@ def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=pr
         f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run"
         + (f", attention {x['attention']['ms']:.1f} ms ({100 * x['attention']['share']:.0f}%)" if "attention" in x else ""))
   rates = {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)}}
-  for recipe, bound in summary(rows[0::2] if pair else rows).get("mone_over_dense_bound", {}).items():
-    log(f"{recipe}: MoNE's rate over the dense model's is at most {bound:.2f} while attention takes the time it does")
+  # The ceiling of the fastest code timed: with the pair's overrides where there are any.
+  for recipe, bound in summary(rows[1::2] if pair else rows).get("mone_over_dense_bound", {}).items():
+    log(f"{recipe}: MoNE's rate over the dense model's is at most {bound:.2f}{' with ' + ' '.join(pair) if pair else ''}, "
+        "attention taking the time it does")
   if not pair:
     return {**rates, "rows": rows, "summary": summary(rows)}
   reference, variant = rows[0::2], rows[1::2]

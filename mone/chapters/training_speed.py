@@ -18,6 +18,8 @@ from mone.models import kinds
 FILE = "cpu-training.json"
 ALLOCATORS = "cpu-training-tcmalloc.json"  # `python -m mone.bench --allocators`: tcmalloc against glibc
 VERSIONS = "cpu-training-versions.json"  # `python -m mone.bench --versions`: this code against the baseline's
+ATTENTION = "cpu-training-attention.json"  # `python -m mone.bench --training --attention`: attention's share of a step
+HEADLINE_RUN = "headline-run-image-vit.json"  # a full image run's own metrics: `python -m mone.train` on one core
 TARGET_STEP_SPEEDUP = 2.0      # every kind's step, GFLOP/s against its reference
 TARGET_MONE_OVER_DENSE = 0.8   # MoNE's GFLOP/s per core over the dense model's on the same recipe
 TARGET_IMAGE_RUN_S = 25 * 60   # a full headline image run (8,000 steps) on one core
@@ -173,6 +175,54 @@ def versions_targets(v: dict) -> list[str]:
   return out
 
 
+def attention_text(att: dict) -> str:
+  """Each arm's step beside its full-width attention alone, timed in the same turns (with the pair's
+  overrides where the file has them), and what that attention leaves MoNE's rate over the dense
+  model's at best (`mone.bench.training.attention_bound`)."""
+  ref, fast = split(att)
+  rows, summary = (fast, att["summary_with_overrides"]) if fast else (ref, att["summary"])
+  lines = ["| arm | ms per step | attention alone, ms | attention's share |", "|---|---:|---:|---:|"]
+  lines += [f"| {r['arm']} | {r['step_ms']:.0f} | {r['attention']['ms']:.0f} | {100 * r['attention']['share']:.0f}% |"
+            for r in rows]
+  m = att["machine"]
+  bounds = "; ".join(f"{recipe}: {summary['mone_over_dense'][recipe]:.2f}x measured, at most {b:.2f}x"
+                     for recipe, b in summary["mone_over_dense_bound"].items())
+  return (f"\n**Attention's share.** MoNE runs attention at full width over every token, as the dense model does, so "
+          "its time does not shrink with e_c. Timed alone (forward and backward of the step's own attention calls, "
+          "one program, in the same turns as the steps) on one core of an "
+          f"{m['cpu_model']} on {m['date'][:10]}" + (f", with `{' '.join(fast[0]['overrides'])}`" if fast else "")
+          + f" (`python -m mone.bench --training --attention`, `results/bench/{ATTENTION}`):\n\n" + "\n".join(lines)
+          + "\n\nIf everything else in MoNE's step ran at the dense step's rate per FLOP, attention taking the time "
+          f"it takes, MoNE's rate over the dense model's would be at most: {bounds}. Below that ceiling, MoNE's "
+          "narrow matmuls and its routing cost the rest.\n")
+
+
+def attention_targets(att: dict) -> list[str]:
+  """What attention alone leaves of the MoNE-over-dense target (`attention_text`)."""
+  _, fast = split(att)
+  bounds = att["summary_with_overrides" if fast else "summary"]["mone_over_dense_bound"]
+  out = []
+  for recipe, b in bounds.items():
+    out.append(f"{recipe}: attention alone caps MoNE's GFLOP/s at {b:.2f}x the dense model's, "
+               + (f"below the {TARGET_MONE_OVER_DENSE:g}x target: no change outside attention can meet it there"
+                  if b < TARGET_MONE_OVER_DENSE else
+                  f"above the {TARGET_MONE_OVER_DENSE:g}x target: the rest of MoNE's step is what falls short"))
+  return out
+
+
+def headline_run_line(m: dict) -> str:
+  """The image-run target read off a real run (the metrics file of `mone.train`): its wall time, from
+  the process's start (rendering the data, compiling) to its last evaluation."""
+  cfg, code = m["config"], m["code"]
+  settings = f"model.weight_grad={cfg['model']['weight_grad']} eval_batch_size={cfg['eval_batch_size']}"
+  ok = m["wall_time_s"] <= TARGET_IMAGE_RUN_S
+  return (f"a full image run ({m['train_steps']:,} steps) under {TARGET_IMAGE_RUN_S // 60} minutes on one core, "
+          f"trained: {'met' if ok else 'not met'} ({kinds.of_run(m).label} on {cfg['name']}, with "
+          f"`{settings}`: {m['wall_time_s'] / 60:.1f} min, data, compilation and every evaluation included, on "
+          f"{m['device']['cores_used']} pinned core of an {code['cpu_model']}, {code['allocator']}; test accuracy "
+          f"{100 * m['accuracy']:.1f}%; `results/bench/{HEADLINE_RUN}`)")
+
+
 def figure(doc: dict):
   """Each arm's training-step GFLOP/s, as the profile trains and with the pair's overrides, against
   the matmul rate (the dashed line): how much of the machine's arithmetic a step turns into training."""
@@ -201,7 +251,8 @@ def figure(doc: dict):
 FIGURE = "training_throughput.png"  # under the results folder, beside the book's other generated figures
 
 
-def page(doc: dict | None, image: str | None, alloc: dict | None = None, versions: dict | None = None) -> str:
+def page(doc: dict | None, image: str | None, alloc: dict | None = None, versions: dict | None = None,
+         attention: dict | None = None, run: dict | None = None) -> str:
   """The book's page on training throughput (Markdown), from a benchmark file (None: none committed)."""
   title = "# Training throughput on one CPU core\n\n"
   if doc is None:
@@ -230,11 +281,16 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None, version
              "the profile's:\n\n" + "\n".join(allocator_table(alloc)) + "\n")
   if versions is not None:
     body += versions_text(versions)
+  if attention is not None:
+    body += attention_text(attention)
   body += "\n" + outside_line(doc) + "\n\n## The targets\n\n"
   body += "".join(f"- {line}\n" for line in targets(doc, alloc))
   if versions is not None:
     body += (f"\nOn the {versions['machines'][1]['cpu_model']}, this code against the baseline's (the arms timed "
              "there):\n\n" + "".join(f"- {line}\n" for line in versions_targets(versions)))
+  if run is not None or attention is not None:
+    extra = ([headline_run_line(run)] if run is not None else []) + (attention_targets(attention) if attention else [])
+    body += "\nMeasured apart:\n\n" + "".join(f"- {line}\n" for line in extra)
   if image:
     body += f"\n![Each arm's training step against the matmul rate]({image})\n"
   return title + intro + body + "\n" + BOUNDS + (ALLOCATOR_NOTE if alloc is not None else "")
@@ -275,10 +331,11 @@ computed: a run trained under each gives the same losses and parameters bit for 
 def page_at(out, name: str = FILE) -> str:
   """The page to be written at `out`, its figure drawn under results/ (`plots.save_png`) first."""
   doc, alloc, versions = throughput(name), throughput(ALLOCATORS), throughput(VERSIONS)
+  attention, run = throughput(ATTENTION), throughput(HEADLINE_RUN)
   image = None
   if doc is not None:
     png = results.RESULTS / FIGURE
     plots.theme()
     plots.save_png(figure(doc), png, dpi=110)
     image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
-  return page(doc, image, alloc, versions)
+  return page(doc, image, alloc, versions, attention, run)

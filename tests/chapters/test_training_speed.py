@@ -112,3 +112,32 @@ def test_the_code_against_the_baselines_is_read_on_its_own_machine():
   assert "aaa" not in page and "bbb" not in page  # the book names no commit hash
   assert "`model.weight_grad=narrow_first` for this code, `model.weight_grad=direct` for the baseline's" in page
   assert "**This code against the baseline's" not in training_speed.page(_doc(), None)
+
+
+def _attention(bound=0.79):
+  doc = _doc()
+  for r, att in zip(doc["rows"], (30.0, 25.0, 28.0, 24.0)):
+    r["attention"] = {"ms": att, "share": att / r["step_ms"], "gflop_per_step": 1.0}
+  doc["summary_with_overrides"]["mone_over_dense_bound"] = {"digits64": bound}
+  return doc
+
+
+def test_attentions_share_and_the_ceiling_it_puts_on_mone_are_read_off_the_file():
+  text = training_speed.attention_text(_attention())
+  assert "| image:vit | 190 | 25 | 13% |" in text and "| image:mone:0.4 | 105 | 24 | 23% |" in text  # the faster settings' rows
+  assert "digits64: 0.83x measured, at most 0.79x" in text  # 43/52, and the file's bound
+  below, above = training_speed.attention_targets(_attention(0.79)), training_speed.attention_targets(_attention(0.9))
+  assert "caps MoNE's GFLOP/s at 0.79x" in below[0] and "no change outside attention can meet it" in below[0]
+  assert "the rest of MoNE's step is what falls short" in above[0]
+
+
+def test_the_image_run_target_is_read_off_a_real_run():
+  run = {"kind": "vit", "config": {"kind": "vit", "name": "digits64", "eval_batch_size": 100, "model": {"weight_grad": "narrow_first"}},
+         "code": {"cpu_model": "a CPU", "allocator": "tcmalloc"}, "device": {"cores_used": 1},
+         "train_steps": 8000, "wall_time_s": 1390.6, "accuracy": 0.8758}
+  line = training_speed.headline_run_line(run)
+  assert line.startswith("a full image run (8,000 steps) under 25 minutes on one core, trained: met")
+  assert "(ViT on digits64, with" in line and "23.2 min" in line and "87.6%" in line and "model.weight_grad=narrow_first eval_batch_size=100" in line
+  assert ": not met" in training_speed.headline_run_line({**run, "wall_time_s": 25 * 60 + 1})
+  page = training_speed.page(_doc(), None, attention=_attention(), run=run)
+  assert "Measured apart:" in page and "23.2 min" in page and "**Attention's share.**" in page
