@@ -73,14 +73,15 @@ def matmul_rate(n: int = MATMUL_N, reps: int = 7) -> float:
 
 @contextlib.contextmanager
 def recording_attention():
-  """The (shape, dtype) of q at every call of `mone.models.layers.attention` traced inside, in call
-  order: what a step's attention is, read off the step itself (its blocks look the function up in
-  their module at trace time, so a stand-in there sees every call; values are untouched)."""
+  """The (shape, dtype, manual_grad) of every call of `mone.models.layers.attention` traced inside (q's
+  shape and dtype), in call order: what a step's attention is, read off the step itself (its blocks
+  look the function up in their module at trace time, so a stand-in there sees every call; values are
+  untouched)."""
   calls, original = [], layers.attention
 
-  def record(q, k, v):
-    calls.append((tuple(q.shape), q.dtype))
-    return original(q, k, v)
+  def record(q, k, v, manual_grad=False):
+    calls.append((tuple(q.shape), q.dtype, manual_grad))
+    return original(q, k, v, manual_grad)
 
   layers.attention = record
   try:
@@ -90,20 +91,20 @@ def recording_attention():
 
 
 def attention_program(calls, seed: int = 0):
-  """A function that runs forward and backward of `layers.attention` once at each (shape, dtype) of
-  `calls` ([B, H, N, c] heads-major, as `recording_attention` gives them), on random inputs and
+  """A function that runs forward and backward of `layers.attention` once at each (shape, dtype,
+  manual_grad) of `calls` ([B, H, N, c] heads-major, as `recording_attention` gives them), on random inputs and
   cotangents, as one jitted program (compiled here), and its MACs per run counted as `mone.flops`
   counts a training step's: 3x the forward's two [N, N] products per head."""
   keys = jax.random.split(jax.random.key(seed), 4 * len(calls))
-  args = [tuple(jax.random.normal(keys[4 * i + j], shape, dtype) for j in range(4)) for i, (shape, dtype) in enumerate(calls)]
+  args = [tuple(jax.random.normal(keys[4 * i + j], shape, dtype) for j in range(4)) for i, (shape, dtype, _) in enumerate(calls)]
   qkv, cotangents = [a[:3] for a in args], [a[3] for a in args]
 
   def pulled(qkv):  # the step's backward receives a cotangent per attention output, as this does
-    return sum(jnp.vdot(layers.attention(*x), g) for x, g in zip(qkv, cotangents))
+    return sum(jnp.vdot(layers.attention(*x, manual), g) for x, g, (*_, manual) in zip(qkv, cotangents, calls))
 
   f = jax.jit(jax.grad(pulled))
   jax.block_until_ready(f(qkv))
-  macs = sum(3 * 2 * b * h * n * n * c for (b, h, n, c), _ in calls)
+  macs = sum(3 * 2 * b * h * n * n * c for (b, h, n, c), *_ in calls)
   return (lambda: f(qkv)), macs
 
 
@@ -245,7 +246,7 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
   }
   if timed.attention:
     att_s = float(np.median(timed.attention_times))
-    out["attention"] = {"calls": [[*shape, str(dtype)] for shape, dtype in timed.attention_calls],
+    out["attention"] = {"calls": [[*shape, str(dtype)] + (["manual_grad"] if manual else []) for shape, dtype, manual in timed.attention_calls],
                         "ms": round(1e3 * att_s, 2), "share": round(att_s / step_s, 3),
                         "gflop_per_step": round(timed.attention_macs / 1e9, 6)}
   return out

@@ -29,7 +29,7 @@ UNBOUNDED_ALPHA_SIZES = ("XS",)
 
 
 # The blocks' implementations (`mone.models.layers.resolve_attention`, `resolve_barrier`, `resolve_mlp`).
-ATTENTIONS = ("auto", "xla", "dot_product", "cudnn")
+ATTENTIONS = ("auto", "xla", "xla_vjp", "dot_product", "cudnn")
 BARRIERS = ("auto", "on", "off")
 MLPS = ("auto", "xla", "pallas")
 LAYER_LOOPS = ("unroll", "scan")  # `mone.models.layers.run_blocks`
@@ -126,7 +126,7 @@ class ViTConfig(_Derived):
   # (`mone.models.layers.resolve_attention`, `resolve_barrier`, `resolve_mlp`; the backend is the
   # model's `backend` argument, by default the one jax runs on). Same function, so not part of a
   # run's identity when left at "auto".
-  attention: str = _added("auto")     # auto | xla | dot_product | cudnn
+  attention: str = _added("auto")     # auto | xla | xla_vjp | dot_product | cudnn
   grad_barrier: str = _added("auto")  # auto | on | off
   mlp: str = _added("auto")           # auto | xla | pallas (`mone.models.fused_mlp`; "auto" is "xla")
   # unroll | scan: the encoder's blocks traced one by one, or as one loop over stacked weights

@@ -77,7 +77,7 @@ def test_the_attention_timed_is_the_steps_own(monkeypatch):
   timed = [training.Timed(a, num_batches=2, arm_index=i, profile="smoke", attention=True) for i, a in enumerate(arms)]
   cfg = timed[0].cfg
   m = cfg.model
-  call = ((cfg.batch_size, m.num_heads, m.num_tokens, m.width // m.num_heads), np.dtype("float32"))
+  call = ((cfg.batch_size, m.num_heads, m.num_tokens, m.width // m.num_heads), np.dtype("float32"), False)
   assert timed[0].attention_calls == timed[1].attention_calls == [call] * m.depth
   attention_macs = 3 * cfg.batch_size * m.depth * flops.block_macs([m.num_tokens], [0], m.width, m.mlp_dim)
   assert timed[0].attention_macs == timed[1].attention_macs == attention_macs

@@ -127,7 +127,7 @@ def test_a_model_built_for_cuda_hands_the_qkv_projection_to_cudnn_token_major(mo
 def test_a_config_refuses_an_unknown_path_and_keeps_committed_hashes_at_the_defaults():
   """The fields are `config._added`: at "auto" they are left out of the hash, so every committed
   run keeps its name (test_config checks every run file); a path named explicitly is a new config."""
-  with pytest.raises(ValueError, match=r"attention must be one of \('auto', 'xla', 'dot_product', 'cudnn'\)"):
+  with pytest.raises(ValueError, match=r"attention must be one of \('auto', 'xla', 'xla_vjp', 'dot_product', 'cudnn'\)"):
     dataclasses.replace(recipes.digits64().model, attention="flash")
   with pytest.raises(ValueError, match=r"grad_barrier must be one of \('auto', 'on', 'off'\)"):
     config.vit("S/16", grad_barrier="sometimes")
