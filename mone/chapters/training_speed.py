@@ -306,7 +306,11 @@ sums differ (tests/models/test_weight_grad.py), so the setting changes a run's i
 left off in the profile the chapters read: its runs keep their numbers. `model.weight_grad=narrow_first` goes one
 step further: XLA:CPU still has Eigen copy the first operand of that dot in a strided walk, so the narrower of the
 two goes first and the small product is transposed; it rounds differently again, so it is opt-in (the calibration
-trains with `direct`). `eval_batch_size=100` evaluates in batches
+trains with `direct`). `model.attention=xla_vjp` writes attention's backward out (`mone.models.layers.attention`):
+autodiff's takes two products over the query axis of the [N, N] probabilities, which XLA:CPU also runs on a slow
+path; computed through stored transposes they run at the speed of the forward's products, which matters where
+heads are narrow (the video recipes' 16) and not at the images' 32. Its gradients round differently, so it is
+opt-in too. `eval_batch_size=100` evaluates in batches
 whose activations stay closer to the core; every evaluation split of the profile is a multiple of 100, so no
 example is padded.
 
