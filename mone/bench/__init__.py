@@ -11,6 +11,7 @@ so a whole-batch baseline would flatter MoNE). Nested weight slices are made onc
 timing a forward row (`timing.prepare`). Timings need an idle machine: rows record the load average.
 
 Modules: `workloads` (what is timed), `contenders` (the names its rows give it), `timing` (how), `targets`,
-`micro` (a block, a matmul), `report` (the GPU report, `--report`), `cli` (writes the rows under
-results/bench/ for the book).
+`micro` (a block, a matmul), `training` (the training step, `--training`; `attention_share`, its
+attention alone), `report` (the GPU report, `--report`), `cli` (writes the rows under results/bench/ for
+the book).
 """

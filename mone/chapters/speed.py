@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.bench import cli, contenders, micro, timing
+from mone.bench import contenders, micro, timing
 from mone.bench.contenders import DENSE, MASKED, MATVIT, MONE
 from mone.bench.rows import report_table
 from mone.chapters import plots
@@ -48,6 +48,7 @@ def measured(profile: str, name: str, recompute: bool = False) -> dict:
   benchmark's own tables are silenced: the chapter prints them from the file."""
   path = bench_dir(profile) / name
   if recompute or profile == "smoke" or not path.exists():
+    from mone.bench import cli  # here, as in `command`
     with contextlib.redirect_stdout(io.StringIO()):
       cli.measure(path, **SETTINGS[profile][name])
   return results.read_json(path)
@@ -55,6 +56,9 @@ def measured(profile: str, name: str, recompute: bool = False) -> dict:
 
 def command(profile: str, name: str) -> str:
   """The command line that measures the file `name` of a profile."""
+  # Imported here: the benchmark's CLI brings the data pipeline (PIL), which the book's environment, where
+  # the chapters' command line runs, lacks.
+  from mone.bench import cli
   return cli.command_line(**SETTINGS[profile][name])
 
 
