@@ -1,14 +1,17 @@
 """Small shared test helpers: the repository's root, a tiny training config and command, random
-parameters, and matmul MACs read from HLO."""
+parameters, matmul MACs read from HLO, and two implementations of one model compared (gradients, training)."""
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from mone.configs import recipes, schema
+from mone.configs import profiles, recipes, schema
+from mone.data import pipeline, sources
+from mone.train import steps
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -87,3 +90,55 @@ def hlo_matmul_macs(hlo_text: str) -> int:
       kernel = shapes[rhs]
       total += out * int(np.prod(kernel)) // kernel[-1]  # kernel layout ...io (01io, 012io)
   return total
+
+
+# ------------------------------------------------------------------------------------------------
+# Two implementations of one model compared: the same gradients, the same training curve.
+
+def smoke_kind(where: str, kind: str, e_c=None, **overrides):
+  """The smoke profile's config of model kind `kind` for images (where="image") or the temporal
+  video task (where="video"), with 'key=value'-style overrides given as keywords (dotted keys
+  through **{...})."""
+  over = {"kind": kind, **({"e_c": e_c} if e_c else {}), **overrides}
+  if where == "image":
+    return profiles.image_config("smoke", **over)
+  return profiles.video_config("smoke", "temporal", **over)
+
+
+def assert_parameter_gradients_agree(ref_cfg, cfg, rtol=1e-4, atol=1e-6):
+  """The loss gradient of every parameter under cfg equals ref_cfg's to rtol/atol: both models built
+  from the same initialisation (ref_cfg's) and applied to the same four random inputs."""
+  params = steps.init_params(ref_cfg, steps.build_model(ref_cfg), jnp.zeros(steps.input_shape(ref_cfg)))
+  x = jax.random.uniform(jax.random.key(3), steps.input_shape(ref_cfg, 4), minval=-1, maxval=1)
+  y = jax.nn.one_hot(jnp.arange(4) % ref_cfg.model.num_classes, ref_cfg.model.num_classes)
+  budget = steps.train_budget(ref_cfg, 0)
+
+  def grads(cfg):
+    m = steps.build_model(cfg)
+    loss = lambda p: jnp.mean(jax.nn.log_softmax(steps.logits(cfg, m, p, x, budget, jax.random.key(0))[0]) * -y)
+    return jax.jit(jax.grad(loss))(params)
+
+  ref, got = grads(ref_cfg), grads(cfg)
+  for (path, r), d in zip(jax.tree_util.tree_leaves_with_path(ref), jax.tree_util.tree_leaves(got)):
+    np.testing.assert_allclose(d, r, rtol=rtol, atol=atol, err_msg=jax.tree_util.keystr(path))
+
+
+def first_batches(cfg, n):
+  """cfg's first n training batches, as its training loop draws them at seed 0."""
+  src = sources.source(cfg, "train")
+  return [b for _, b in pipeline.train_batches(src, cfg.batch_size, 0, num_steps=n, num_classes=cfg.model.num_classes)]
+
+
+def train_on(cfg, batches):
+  """The loss at every step, the model and the final parameters of cfg trained on batches from its
+  initialisation (images or videos)."""
+  model = steps.build_model(cfg)
+  tx = steps.make_optimizer(cfg, len(batches))
+  params = steps.init_params(cfg, model, jnp.zeros(steps.input_shape(cfg)))
+  state = {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)}
+  step_fn = steps.make_train_step(cfg, model, tx)
+  losses = []
+  for i, b in enumerate(batches):
+    state, loss = step_fn(state, {"image": sources.inputs(b), "soft_label": b["soft_label"]}, steps.train_budget(cfg, i))
+    losses.append(float(loss))
+  return np.array(losses), model, state["params"]

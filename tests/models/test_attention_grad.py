@@ -10,9 +10,9 @@ import pytest
 
 from mone import results
 from mone.configs import profiles
-from mone.data import pipeline, sources
 from mone.models import layers
-from mone.train import steps
+
+from helpers import assert_parameter_gradients_agree, first_batches, smoke_kind, train_on
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 7, 4), (2, 4, 65, 16), (1, 2, 64, 32)])
@@ -50,46 +50,13 @@ def test_xla_vjp_is_opt_in_and_changes_the_config_hash():
 
 
 def _config(where, kind, e_c, attention, **more):
-  over = {"kind": kind, "model.attention": attention, **({"e_c": e_c} if e_c else {}), **more}
-  if where == "image":
-    return profiles.image_config("smoke", **over)
-  return profiles.video_config("smoke", "temporal", **over)
+  return smoke_kind(where, kind, e_c, **{"model.attention": attention}, **more)
 
 
 @pytest.mark.parametrize("where,kind,e_c", [("image", "vit", None), ("image", "mone", 0.4), ("image", "matvit", None),
                                             ("video", "vit", None), ("video", "mone", 0.3)])
 def test_every_kinds_parameter_gradients_are_the_references(where, kind, e_c):
-  cfgs = [_config(where, kind, e_c, a) for a in ("xla", "xla_vjp")]
-  model = steps.build_model(cfgs[0])
-  params = steps.init_params(cfgs[0], model, jnp.zeros(steps.input_shape(cfgs[0])))
-  x = jax.random.uniform(jax.random.key(3), steps.input_shape(cfgs[0], 4), minval=-1, maxval=1)
-  y = jax.nn.one_hot(jnp.arange(4) % cfgs[0].model.num_classes, cfgs[0].model.num_classes)
-  budget = steps.train_budget(cfgs[0], 0)
-
-  def grads(cfg):
-    m = steps.build_model(cfg)
-    loss = lambda p: jnp.mean(jax.nn.log_softmax(steps.logits(cfg, m, p, x, budget, jax.random.key(0))[0]) * -y)
-    return jax.jit(jax.grad(loss))(params)
-
-  ref, got = grads(cfgs[0]), grads(cfgs[1])
-  for (path, r), d in zip(jax.tree_util.tree_leaves_with_path(ref), jax.tree_util.tree_leaves(got)):
-    np.testing.assert_allclose(d, r, rtol=1e-4, atol=1e-6, err_msg=jax.tree_util.keystr(path))
-
-
-def _losses(cfg, n):
-  """The loss at each of n steps of cfg trained from its initialisation on its first n batches."""
-  model = steps.build_model(cfg)
-  tx = steps.make_optimizer(cfg, n)
-  params = steps.init_params(cfg, model, jnp.zeros(steps.input_shape(cfg)))
-  state = {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)}
-  step_fn = steps.make_train_step(cfg, model, tx)
-  batches = pipeline.train_batches(sources.source(cfg, "train"), cfg.batch_size, 0, num_steps=n,
-                                   num_classes=cfg.model.num_classes)
-  losses = []
-  for i, b in batches:
-    state, loss = step_fn(state, {"image": sources.inputs(b), "soft_label": b["soft_label"]}, steps.train_budget(cfg, i))
-    losses.append(float(loss))
-  return np.array(losses)
+  assert_parameter_gradients_agree(*(_config(where, kind, e_c, a) for a in ("xla", "xla_vjp")))
 
 
 @pytest.mark.slow  # two 300-step runs
@@ -98,6 +65,7 @@ def test_a_video_run_with_the_manual_backward_follows_the_reference():
   float tolerance at every step (autodiff's sums reordered, never changed)."""
   n = 300
   cfgs = [_config("video", "vit", None, a, steps=n, warmup_steps=20, lr=1e-3) for a in ("xla", "xla_vjp")]
-  ref, got = (_losses(c, n) for c in cfgs)
+  batches = first_batches(cfgs[0], n)
+  (ref, _, _), (got, _, _) = (train_on(c, batches) for c in cfgs)
   assert ref[-20:].mean() < ref[:20].mean() - 0.1  # it learned: the comparison is not of two flat lines
   np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-4)

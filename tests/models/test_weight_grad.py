@@ -10,10 +10,11 @@ import pytest
 
 from mone import results
 from mone.configs import profiles
-from mone.data import pipeline, sources
 from mone.models import config
 from mone.models.linear import linear
 from mone.train import steps
+
+from helpers import assert_parameter_gradients_agree, first_batches, smoke_kind, train_on
 
 
 @pytest.mark.parametrize("how", ["direct", "narrow_first"])
@@ -64,49 +65,13 @@ CASES = [("image", "vit", None), ("image", "matvit", None), ("image", "mod", Non
 
 
 def _config(where, kind, e_c, weight_grad, **more):
-  over = {"kind": kind, "model.weight_grad": weight_grad, **({"e_c": e_c} if e_c else {}), **more}
-  if where == "image":
-    return profiles.image_config("smoke", **over)
-  return profiles.video_config("smoke", "temporal", **over)
+  return smoke_kind(where, kind, e_c, **{"model.weight_grad": weight_grad}, **more)
 
 
 @pytest.mark.parametrize("how", ["direct", "narrow_first"])
 @pytest.mark.parametrize("where,kind,e_c", CASES)
 def test_every_kinds_parameter_gradients_are_autodiffs(where, kind, e_c, how):
-  cfgs = [_config(where, kind, e_c, w) for w in ("autodiff", how)]
-  model = steps.build_model(cfgs[0])
-  params = steps.init_params(cfgs[0], model, jnp.zeros(steps.input_shape(cfgs[0])))
-  x = jax.random.uniform(jax.random.key(3), steps.input_shape(cfgs[0], 4), minval=-1, maxval=1)
-  y = jax.nn.one_hot(jnp.arange(4) % cfgs[0].model.num_classes, cfgs[0].model.num_classes)
-  budget = steps.train_budget(cfgs[0], 0)
-
-  def grads(cfg):
-    m = steps.build_model(cfg)
-    loss = lambda p: jnp.mean(jax.nn.log_softmax(steps.logits(cfg, m, p, x, budget, jax.random.key(0))[0]) * -y)
-    return jax.jit(jax.grad(loss))(params)
-
-  ref, got = grads(cfgs[0]), grads(cfgs[1])
-  for (path, r), d in zip(jax.tree_util.tree_leaves_with_path(ref), jax.tree_util.tree_leaves(got)):
-    np.testing.assert_allclose(d, r, rtol=1e-4, atol=1e-6, err_msg=jax.tree_util.keystr(path))
-
-
-def _train(cfg, batches):
-  """The loss at every step and the final parameters of cfg trained on batches from its initialisation."""
-  model = steps.build_model(cfg)
-  tx = steps.make_optimizer(cfg, len(batches))
-  params = steps.init_params(cfg, model, jnp.zeros(steps.input_shape(cfg)))
-  state = {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)}
-  step_fn = steps.make_train_step(cfg, model, tx)
-  losses = []
-  for i, b in enumerate(batches):
-    state, loss = step_fn(state, {"image": b["image"], "soft_label": b["soft_label"]}, steps.train_budget(cfg, i))
-    losses.append(float(loss))
-  return np.array(losses), model, state["params"]
-
-
-def _batches(cfg, n):
-  src = sources.source(cfg, "train")
-  return [b for _, b in pipeline.train_batches(src, cfg.batch_size, 0, num_steps=n, num_classes=cfg.model.num_classes)]
+  assert_parameter_gradients_agree(*(_config(where, kind, e_c, w) for w in ("autodiff", how)))
 
 
 @pytest.mark.slow  # two 300-step runs
@@ -118,8 +83,8 @@ def test_a_dense_run_with_direct_weight_gradients_follows_the_reference(how):
   no gradient but rounding noise, which Adam scales up to full-size steps either way.)"""
   n = 300
   cfgs = [_config("image", "vit", None, w, steps=n, warmup_steps=20, lr=1e-3) for w in ("autodiff", how)]
-  batches = _batches(cfgs[0], n)
-  (ref, model, p_ref), (got, _, p_got) = (_train(c, batches) for c in cfgs)
+  batches = first_batches(cfgs[0], n)
+  (ref, model, p_ref), (got, _, p_got) = (train_on(c, batches) for c in cfgs)
   assert ref[-20:].mean() < ref[:20].mean() - 0.1  # it learned: the comparison is not of two flat lines
   np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-4)
   x = batches[0]["image"]
@@ -135,8 +100,8 @@ def test_a_mone_run_with_direct_weight_gradients_follows_the_reference_until_a_r
   over the last 100 steps the two runs train alike (mean loss within 0.03)."""
   n = 300
   cfgs = [_config("image", "mone", 0.4, w, steps=n, warmup_steps=20, lr=1e-3) for w in ("autodiff", "direct")]
-  batches = _batches(cfgs[0], n)
-  (ref, _, _), (got, _, _) = (_train(c, batches) for c in cfgs)
+  batches = first_batches(cfgs[0], n)
+  (ref, _, _), (got, _, _) = (train_on(c, batches) for c in cfgs)
   assert ref[-20:].mean() < ref[:20].mean() - 0.1
   np.testing.assert_allclose(got[:40], ref[:40], rtol=2e-4, atol=2e-4)
   assert abs(got[-100:].mean() - ref[-100:].mean()) < 0.03
