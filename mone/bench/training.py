@@ -228,19 +228,16 @@ def summary(rows: list[dict]) -> dict:
     out[label] = {"arms": len(mine), "gflop_per_s": round(float(np.median([r["gflop_per_s"] for r in mine])), 2),
                   "matmul_fraction": round(float(np.median([r["matmul_fraction"] for r in mine])), 3),
                   "outside_share": round(float(np.median([r["run"]["outside_share"] for r in mine])), 3)}
-  ratios = {}
+  ratios, bounds = {}, {}
   for recipe in dict.fromkeys(r["recipe"] for r in rows):
-    dense = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["dense"]]
-    mone = [r["gflop_per_s"] for r in rows if r["recipe"] == recipe and r["routed"]]
+    dense = [r for r in rows if r["recipe"] == recipe and r["dense"]]
+    mone = [r for r in rows if r["recipe"] == recipe and r["routed"]]
     if dense and mone:
-      ratios[recipe] = round(float(np.median(mone)) / dense[0], 3)
+      ratios[recipe] = round(float(np.median([r["gflop_per_s"] for r in mone])) / dense[0]["gflop_per_s"], 3)
+      timed = [r for r in mone if "attention" in r]
+      if "attention" in dense[0] and timed:
+        bounds[recipe] = round(float(np.median([attention_bound(dense[0], r) for r in timed])), 3)
   out = {"by_kind": out, "mone_over_dense": ratios}
-  bounds = {}
-  for recipe in ratios:
-    dense = next(r for r in rows if r["recipe"] == recipe and r["dense"])
-    routed = [r for r in rows if r["recipe"] == recipe and r["routed"] and "attention" in r]
-    if "attention" in dense and routed:
-      bounds[recipe] = round(float(np.median([attention_bound(dense, r) for r in routed])), 3)
   return out | ({"mone_over_dense_bound": bounds} if bounds else {})
 
 
@@ -357,16 +354,16 @@ def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=pr
     log(f"{x['arm'] + (' *' if x['overrides'] else ''):26s} {x['step_ms']:8.1f} ms/step {x['gflop_per_s']:6.1f} GFLOP/s "
         f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run"
         + (f", attention {x['attention']['ms']:.1f} ms ({100 * x['attention']['share']:.0f}%)" if "attention" in x else ""))
-  rates = {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)}}
+  out = {"matmul_gflop_per_s": {"before": round(before, 2), "after": round(after, 2), "used": round(rate, 2)}, "rows": rows}
+  if pair:
+    reference, variant = rows[0::2], rows[1::2]
+    out |= {"summary": summary(reference), "summary_with_overrides": summary(variant), "paired": paired(reference, variant)}
+  else:
+    out["summary"] = summary(rows)
   # The ceiling of the fastest code timed: with the pair's overrides where there are any.
-  for recipe, bound in summary(rows[1::2] if pair else rows).get("mone_over_dense_bound", {}).items():
+  for recipe, bound in out["summary_with_overrides" if pair else "summary"].get("mone_over_dense_bound", {}).items():
     log(f"{recipe}: MoNE's rate over the dense model's is at most {bound:.2f}{' with ' + ' '.join(pair) if pair else ''}, "
         "attention taking the time it does")
-  if not pair:
-    return {**rates, "rows": rows, "summary": summary(rows)}
-  reference, variant = rows[0::2], rows[1::2]
-  out = {**rates, "rows": rows, "summary": summary(reference), "summary_with_overrides": summary(variant),
-         "paired": paired(reference, variant)}
-  for label, v in out["paired"]["by_kind"].items():
+  for label, v in out.get("paired", {}).get("by_kind", {}).items():
     log(f"{label}: step {v['step_speedup']:.2f}x, run {v['run_speedup']:.2f}x with {' '.join(pair)} (medians over arms)")
   return out
