@@ -82,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
                        "compare the two (e.g. eval_batch_size=100 model.weight_grad=direct)")
   tr.add_argument("--attention", action="store_true",
                   help="also time each step's attention alone, in the same turns, and bound MoNE's rate over the dense "
-                       "model's by it (training.attention_bound); default --json results/bench/cpu-training-attention.json")
+                       "model's by it (attention_share.attention_bound); default --json results/bench/cpu-training-attention.json")
   tr.add_argument("--rounds", type=int, default=5, help="turns each arm takes (--training)")
   tr.add_argument("--steps", type=int, default=4, help="steps each arm runs per turn (--training)")
   tr.add_argument("--allocators", nargs="+", default=None, metavar="FILE",

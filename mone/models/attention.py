@@ -21,10 +21,16 @@ def attention(q, k, v, manual_grad: bool = False):
   """
   if manual_grad:
     return _attention_manual(q, k, v)
+  p, s = _weights(q, k)
+  return jnp.einsum("bhqk,bhkc->bhqc", p, v) / s
+
+
+def _weights(q, k):
+  """The attention weights before normalisation, exp(logits - their row max), and their row sums."""
   logits = jnp.einsum("bhqc,bhkc->bhqk", q * float(q.shape[-1] ** -0.5), k)
   # Softmax is shift invariant: the max only guards exp() and needs no gradient.
   p = jnp.exp(logits - jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True)))
-  return jnp.einsum("bhqk,bhkc->bhqc", p, v) / jnp.sum(p, axis=-1, keepdims=True)
+  return p, jnp.sum(p, axis=-1, keepdims=True)
 
 
 @jax.custom_vjp
@@ -40,9 +46,7 @@ def _attention_manual(q, k, v):
 
 
 def _manual_fwd(q, k, v):
-  logits = jnp.einsum("bhqc,bhkc->bhqk", q * float(q.shape[-1] ** -0.5), k)
-  p = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
-  s = jnp.sum(p, axis=-1, keepdims=True)
+  p, s = _weights(q, k)
   o = jnp.einsum("bhqk,bhkc->bhqc", p, v) / s
   return o, (q, k, v, p, s, o)
 
