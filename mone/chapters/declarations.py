@@ -7,7 +7,9 @@ it, what each seed contributes (`Claim.metric`) and which runs it compares (`Cla
 written as the book labels them, or words for what is not a trained arm). Everything keyed by claim id
 is generated from these declarations: the pairing design (`claims.PAIRING`), the frozen definitions
 (`preregistration.DEFINITIONS`) and the landing page's families (`pages.FAMILIES`). A new claim is one
-`Claim` beside the code that decides it; a new chapter is one more module in `MODULES`. A claim decided
+`Claim` beside the code that decides it; a new chapter is one more module in `MODULES`, with what it
+reads declared in `mone.configs.reads` (the plan is generated from those arms, below the chapters, and
+every arm a claim compares must be one its chapter reads at every seed). A claim decided
 by an interval over seeds also declares its rule (`Claim.rule`: the relation and its tolerance), which
 `claims.trained` reads, so no call site restates it.
 
@@ -19,6 +21,8 @@ import functools
 import importlib
 
 from mone.chapters.stats import RELATIONS
+from mone.configs import reads
+from mone.configs.arms import Arm
 
 # Book order: the registries list their chapters in it.
 MODULES = ["mone.chapters.figure1", "mone.chapters.table1", "mone.chapters.figure3", "mone.chapters.figure4",
@@ -100,15 +104,27 @@ def declared() -> tuple[Chapter, ...]:
   """Every chapter's `CHAPTER`, in `MODULES` order (imported on first use)."""
   # Read from the modules on every call (a dictionary lookup once imported), so that a chapter replaced
   # under the same name is seen; what is derived from them is cached by the declarations themselves.
-  return _checked(tuple(importlib.import_module(m).CHAPTER for m in MODULES))
+  return _checked(tuple((m, importlib.import_module(m).CHAPTER) for m in MODULES))
 
 
 @functools.cache
-def _checked(chapters: tuple[Chapter, ...]) -> tuple[Chapter, ...]:
+def _checked(declared: tuple[tuple[str, Chapter], ...]) -> tuple[Chapter, ...]:
+  """The chapters, once their claim ids are unique and every arm a claim compares is one its chapter
+  reads at every seed of the small profile's plan (`mone.configs.reads`): a claim cannot freeze a
+  comparison of runs the plan does not train at every seed."""
+  chapters = tuple(ch for _, ch in declared)
   ids = [c.id for ch in chapters for c in ch.claims]
   twice = sorted({i for i in ids if ids.count(i) > 1})
   if twice:
     raise ValueError(f"claim ids declared more than once: {twice}")
+  for module, ch in declared:
+    name = module.rpartition(".")[2]
+    every = reads.CHAPTERS[name]("small").every_seed if name in reads.CHAPTERS else ()
+    for c in ch.claims:
+      unread = [a.label for a in c.arms if isinstance(a, Arm) and a not in every]
+      if unread:
+        raise ValueError(f"claim {c.id!r} compares {unread}, which {ch.title} does not read at every seed: "
+                         f"declare them in mone.configs.reads.{name}")
   return chapters
 
 

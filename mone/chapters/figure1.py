@@ -10,10 +10,9 @@ runs with `landed`, calls these functions, and plots and prints what they return
 from mone.chapters import analysis, claims, headlines, plots, preregistration, routers
 from mone.runs import experiments, plan
 from mone.chapters.declarations import BEATS, WITHIN, Chapter, Claim
-from mone.configs import figures
-from mone.configs.arms import Arm
+from mone.configs import figures, reads
 
-MODEL = Arm("image", "mone", 0.4)  # Figure 3's MoNE at the paper's e_c
+MODEL = reads.FIGURE1_MODEL  # Figure 3's MoNE at the paper's e_c
 KEEP = (1.0, 0.5, 0.25, 0.125)  # fraction of tokens the full model processes, left to right
 EXAMPLES = 2000  # test images scored
 CLAIM = ("fig1.top_tokens_on_object", "At every threshold, more of the tokens the router keeps for the full model "

@@ -8,7 +8,7 @@ arms of each.
 """
 from mone.chapters import calibration, claims, comparisons, headlines
 from mone.chapters.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
-from mone.configs import figures, profiles
+from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm
 
 # The model sizes of each profile's figure; the first is the one the claims are decided on.
@@ -40,16 +40,8 @@ def variants(profile: str) -> list[str]:
   return VARIANTS[profiles.check_profile(profile)]
 
 
-def models(profile: str) -> set[Arm]:
-  """The arms of Figure 3's models: the dense ViT, MatViT, MoD and MoNE at every e_c of the profile's
-  image grid."""
-  return {Arm("image", "vit"), Arm("image", "matvit"), Arm("image", "mod"),
-          *(Arm("image", "mone", e) for e in profiles.grid(profile).image_e_c)}
-
-
-def iso_arm(profile: str) -> Arm:
-  """The isoFLOPs arm: as in the paper, on the smallest model at the lowest e_c only."""
-  return Arm("image", "mone", min(profiles.grid(profile).image_e_c), iso_flops=True)
+models = reads.figure3_models  # the dense ViT, MatViT, MoD and MoNE at every e_c of the image grid
+iso_arm = reads.figure3_iso  # MoNE-isoFLOPs at the grid's lowest e_c
 
 
 def load(ch) -> tuple[dict, dict, list[str]]:

@@ -8,7 +8,7 @@ decides the chapter's claims (`chapter_claims`): the paper's SSv2 FLOP accountin
 `mone.flops` (arithmetic), and per task the comparisons of `comparisons.figure4`.
 """
 from mone import flops
-from mone.configs import figures, profiles, schema
+from mone.configs import figures, profiles, reads, schema
 from mone.configs.arms import Arm
 from mone.chapters import calibration, claims, comparisons, headlines
 from mone.runs import experiments
@@ -55,10 +55,7 @@ def ssv2_line() -> str:
           f"MoNE at e_c=0.4 {g['mone_0.4']:.1f} (paper {PAPER_GFLOPS['mone_0.4']}); see mone.flops for the accounting")
 
 
-def arms(profile: str) -> set[Arm]:
-  """The arms of Figure 4: per task ViViT, MatViViT and MoNE at each e_c of the profile's grid."""
-  e_c = profiles.grid(profile).video_e_c
-  return {a for t in TASKS for a in (Arm(t, "vit"), Arm(t, "matvit"), *(Arm(t, "mone", e) for e in e_c[t]))}
+arms = reads.figure4_arms  # per task ViViT, MatViViT and MoNE at each e_c of the profile's grid
 
 
 def planned(profile: str, seeds, data_dir: str = "") -> list:

@@ -10,8 +10,7 @@ import dataclasses
 
 from mone.chapters import analysis, calibration, claims, headlines, preregistration
 from mone.chapters.declarations import BEATS, SAME_SEED, Chapter, Claim
-from mone.configs import figures, profiles
-from mone.configs.arms import Arm
+from mone.configs import figures, profiles, reads
 
 DOMAINS = ("images", "video")
 ADAPTIVE = "Train Adaptive"  # the label of the adaptively trained model in every table and figure
@@ -67,8 +66,7 @@ def arms(domain: str, train_e_c) -> dict:
   adaptive one (trained isoFLOPs), on images or on the temporal task."""
   if domain not in DOMAINS:
     raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
-  task = "image" if domain == "images" else "temporal"
-  return {Arm(task, "mone", e): f"Train e_c={e}" for e in train_e_c} | {Arm(task, "mone", adaptive=True, iso_flops=True): ADAPTIVE}
+  return {a: ADAPTIVE if a.adaptive else f"Train e_c={a.e_c}" for a in reads.figure5_arms(domain, train_e_c)}
 
 
 def by_seed(landed, label_of) -> dict:

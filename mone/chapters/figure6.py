@@ -9,10 +9,10 @@ makes every decided trained claim inconclusive.
 """
 from mone.chapters import analysis, comparisons, headlines
 from mone.chapters.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
-from mone.configs import figures, profiles
+from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm
 
-E_C = 0.3  # the capacity of the router position and count studies
+E_C = reads.FIGURE6_E_C  # the capacity of the router position and count studies
 # The claims `comparisons.figure6` decides (and `headlines` per e_c of the learned-or-random study).
 CHAPTER = Chapter("Figure 6", "fig6.", "Routing", (
     Claim("fig6.", ("paired", f"MoNE against MoNE (router placement, count, learned or random): {SAME_SEED}")),
@@ -30,16 +30,7 @@ def labels(profile: str, e_c: float = E_C) -> dict:
   return {key: arm.label for key, arm in arms(profile, e_c).items()}
 
 
-def arms(profile: str, e_c: float = E_C) -> dict:
-  """{(study, value): arm} of every point the chapter reads: 'curve' (MoNE over the image e_c grid,
-  router before layer 0), 'router position' (the layer the router sits before), 'number of
-  routers', and 'learned router' / 'random router' (over e_c)."""
-  g, one = profiles.grid(profile), Arm("image", "mone", e_c)
-  return {**{("curve", e): Arm("image", "mone", e) for e in g.image_e_c},
-          **{("router position", l): one if l == 0 else Arm("image", "mone", e_c, router_layer=l) for l in g.router_layers},
-          **{("number of routers", n): one if n == 1 else Arm("image", "mone", e_c, num_routers=n) for n in g.router_counts},
-          **{("learned router", e): Arm("image", "mone", e) for e in g.random_router_e_c},
-          **{("random router", e): Arm("image", "mone", e, router="random") for e in g.random_router_e_c}}
+arms = reads.figure6_arms  # {(study, value): arm} of every point the chapter reads
 
 
 def load(ch) -> tuple[dict, list[str]]:

@@ -11,12 +11,11 @@ with `image_runs` and `video_runs`, calls these functions, and plots and prints 
 from mone.chapters import analysis, claims, headlines, routers
 from mone.runs import experiments, plan
 from mone.chapters.declarations import BEATS, SAME_SEED, WITHIN, Chapter, Claim
-from mone.configs import figures
-from mone.configs.arms import Arm
+from mone.configs import figures, reads
 
-E_C = 0.3  # a low capacity: the full expert gets floor(0.071 N) tokens, 4 of 64 in the small profile
-ROUTERS = {"learned router": Arm("image", "mone", E_C), "random router": Arm("image", "mone", E_C, router="random")}  # name: arm
-VIDEO = Arm("temporal", "mone", E_C)  # Figure 4's arm on the temporal task
+E_C = reads.FIGURE7_E_C  # a low capacity: the full expert gets floor(0.071 N) tokens, 4 of 64 in the small profile
+ROUTERS = reads.FIGURE7_ROUTERS  # name: arm
+VIDEO = reads.FIGURE7_VIDEO  # Figure 4's arm on the temporal task
 EXAMPLES, CLIPS = 2000, 500  # test images and clips scored
 COLUMNS = ["seed", "router", "precision", "recall", "iou", "selected_fraction", "object_fraction"]  # of the overlap tables
 EXPECTED = "random (expected)"  # the row of `routers.overlap_rows` for a random choice of as many tokens

@@ -16,7 +16,7 @@ The chapters build their claims with the same functions (`comparisons.figure3`, 
 from mone import capacity, results
 from mone.chapters import analysis, calibration, claims, comparisons, stats
 from mone.runs import experiments, plan
-from mone.configs import figures
+from mone.configs import figures, reads
 from mone.configs.arms import Arm
 
 VARIANT = "mini/8"  # the image model of `recipes.digits64` (a test checks it)
@@ -111,9 +111,7 @@ def router_claims(by_seed: dict, variant: str = VARIANT) -> list[dict]:
 
 
 # Table 1's rows, in its order: the other allocations, then MoNE (Eq. 3) at the two capacities they meet
-TABLE1_ARMS = (Arm("temporal", "mone", allocation="proportionate"), Arm("temporal", "mone", allocation="uniform"),
-               Arm("temporal", "mone", 0.4, allocation="mod_greedy"), Arm("temporal", "mone", 0.4, allocation="greedy"),
-               Arm("temporal", "mone", 0.3), Arm("temporal", "mone", 0.4))
+TABLE1_ARMS = reads.TABLE1_ARMS
 # Each other allocation and the MoNE capacity it is compared with (as chapter 02)
 TABLE1 = tuple(zip(TABLE1_ARMS[:4], (0.3, 0.4, 0.4, 0.4)))
 # The paper's SSv2 accuracy (%) of each allocation, and of MoNE at e_c 0.3 and 0.4 (Table 1)

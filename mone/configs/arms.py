@@ -7,8 +7,8 @@ that needs to know what an arm is asks its fields.
 
 `arms()` lists the small profile's headline arms, as its ten-seed plan trains them: the training
 benchmark times them (`python -m mone.bench --training --arms NAME ...`) and the next profile's
-calibration trains them (`mone.runs.recalibration`). `mone.configs.figures` declares every arm
-each chapter reads.
+calibration trains them (`mone.runs.recalibration`). `mone.configs.reads` declares every arm
+each chapter reads, and `mone.configs.figures` plans them.
 """
 import dataclasses
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from mone.chapters import plots
-from mone.configs import figures, profiles
+from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm, arms
 from mone.models import kinds
 from mone.train import steps
@@ -42,6 +42,8 @@ def test_the_benchmarks_arms_have_one_name_each_and_are_planned():
   assert len(set(names)) == len(names)
   planned = {r.arm for r in figures.image_runs() + figures.video_runs()}
   assert set(arms()) <= planned
+  # the headline arms: exactly those some chapter compares over the small profile's seeds
+  assert set(arms()) == set(reads.planned("small")[0])
 
 
 @pytest.mark.parametrize("make, message", [

@@ -6,17 +6,20 @@ import types
 import pytest
 
 from mone.chapters import claims, declarations, pages, preregistration
+from mone.configs import figures, reads
 from mone.configs.arms import Arm
 from mone.configs.figures import EXTRA_SEEDS, SEEDS, SEEDS_TO_TEN
 from mone.runs import plan
 
 
-def _toy_chapter(monkeypatch, chapter: declarations.Chapter, name: str = "toy_chapter_for_tests"):
-  """Adds a chapter module holding `chapter` after the book's chapters, as a new chapter would be added."""
+def _toy_chapter(monkeypatch, chapter: declarations.Chapter, name: str = "toy_chapter_for_tests", arms=()):
+  """Adds a chapter module holding `chapter` after the book's chapters, reading `arms` at every seed, as
+  a new chapter would be added: its claims in its module, what it reads in `mone.configs.reads`."""
   module = types.ModuleType(name)
   module.CHAPTER = chapter
   monkeypatch.setitem(sys.modules, name, module)
   monkeypatch.setattr(declarations, "MODULES", [*declarations.MODULES, name])
+  monkeypatch.setitem(reads.CHAPTERS, name, lambda profile: reads.Reads(tuple(arms)))
 
 
 def test_the_books_chapters_declare_every_registry_entry():
@@ -56,7 +59,7 @@ def test_a_new_chapter_reaches_every_registry(monkeypatch):
       declarations.Claim("fig9.", ("welch", "two devices share nothing")),
       declarations.Claim("fig9.fast.within", declarations.WITHIN, metric="steps per second", arms=arms),
       declarations.Claim("fig9.fast.other", metric="images per second", arms=(arms[0], "a dense model (words)")),
-  )))
+  )), arms=arms)
   assert claims.pairing("fig9.anything") == ("welch", "two devices share nothing")
   assert claims.pairing("fig9.fast.within") == declarations.WITHIN  # the longest declared prefix wins
   assert claims.pairing("fig9.fast.other") == ("welch", "two devices share nothing")  # inherited
@@ -69,6 +72,26 @@ def test_a_new_chapter_reaches_every_registry(monkeypatch):
   assert pages.family("fig9.fast.within") == "Speed"
   # The book's own chapters are untouched by the addition.
   assert claims.pairing("fig6.learned_beats_random")[0] == "paired"
+
+
+def test_a_new_chapters_arms_reach_the_plan_and_its_claims_must_compare_them(monkeypatch):
+  new = Arm("image", "mone", 0.5)
+  before = [label for label, _ in figures.image_runs()]
+  _toy_chapter(monkeypatch, declarations.Chapter("Figure 9", "fig9.", None, (
+      declarations.Claim("fig9.beats", ("paired", "same seed"), metric="accuracy", arms=(new, Arm("image", "vit"))),)),
+      arms=(new, Arm("image", "vit")))
+  after = [label for label, _ in figures.image_runs()]
+  # The plan trains the new arm at every seed, after the arms it had, and nothing else changes.
+  assert [l for l in after if l not in before] == [f"MoNE e_c=0.5, seed {s}" for s in SEEDS]
+  assert [l for l in after if l in before] == before
+  assert declarations.definitions()["fig9.beats"]["arms"] == ["MoNE e_c=0.5", "ViT"]
+  # A claim comparing an arm its chapter does not read is refused, naming the arm and where to declare it.
+  _toy_chapter(monkeypatch, declarations.Chapter("Figure 9", "fig9.", None, (
+      declarations.Claim("fig9.unread", ("paired", "same seed"), metric="accuracy", arms=(new, Arm("image", "vit"))),)),
+      name="toy_chapter_reading_less", arms=(Arm("image", "vit"),))
+  with pytest.raises(ValueError, match=r"claim 'fig9.unread' compares \['MoNE e_c=0.5'\], which Figure 9 does not read at "
+                                       r"every seed: declare them in mone.configs.reads.toy_chapter_reading_less"):
+    declarations.declared()
 
 
 def test_removing_the_new_chapter_removes_its_claims(monkeypatch):

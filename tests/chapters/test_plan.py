@@ -7,7 +7,7 @@ import pytest
 from mone import capacity, results
 from mone.chapters import seed_plans
 from mone.runs import experiments, plan, run_times
-from mone.configs import figures, profiles
+from mone.configs import figures, profiles, reads
 pass
 
 
@@ -280,12 +280,36 @@ def test_device_table_counts_runs_hours_and_jax_versions_per_device():
   assert "| NVIDIA H200 then cpu, 1 of 2 cores | 1 | 1.0 | 0.10.2 |" in run_times.device_table(finished + [resumed])
 
 
+def test_each_profile_plans_exactly_what_its_chapters_read():
+  for profile in ("smoke", "small", "paper"):
+    every, one = reads.planned(profile)
+    common = {"model": "S/16"} if profile == "paper" else {}
+    runs = figures.image_runs(profile, seeds=(0, 1), **common) + figures.video_runs(profile, seeds=(0, 1))
+    assert {r.arm for r in runs} == set(every) | set(one), profile
+    assert {r.arm for r in runs if r[1].seed == 1} == set(every), profile  # studies train at one seed
+  # The smoke grid's lowest image e_c is 0.3: its Figure 3 reads (and so its plan trains) isoFLOPs there.
+  assert "MoNE e_c=0.3, isoFLOPs, seed 0" in dict(figures.image_runs("smoke", seeds=(0,)))
+  # The paper's grid has more router placements, counts and video capacities than the small one.
+  paper = {r.arm.label for r in figures.image_runs("paper", seeds=(0,), model="S/16") + figures.video_runs("paper", seeds=(0,))}
+  assert {"MoNE e_c=0.3, router before block 4", "MoNE e_c=0.3, 12 routers", "appearance: MoNE e_c=0.5"} <= paper
+
+
+def test_the_small_profiles_plan_is_the_order_it_trained_in():
+  # Generated from the chapters' reads, the small profile's plan lists its arms as its runs trained
+  # (`figures.TRAINING_ORDER`) and no other: its seed plans' run lists stay what was committed.
+  headline, studies = figures.image_arms()
+  short, long, video_studies = figures.video_arms()
+  assert headline + studies + short + long + video_studies == list(figures.TRAINING_ORDER)
+  assert [a.label for a in long] == ["temporal: MatViViT", "appearance: ViViT", "appearance: MoNE e_c=0.4", "appearance: MatViViT"]
+
+
 def test_another_profile_asks_for_the_same_runs_with_its_own_configs():
   small, smoke = figures.image_runs(), figures.image_runs("smoke", seeds=(0, 1))
   by_label = dict(smoke)
-  # the same labels, in the same order, less seed 2 and the router studies a 2-block model cannot hold
-  deeper = ("router before block 2", "4 routers")
-  assert [l for l, _ in smoke] == [l for l, _ in small if not l.endswith(", seed 2") and not any(d in l for d in deeper)]
+  # every smoke run is a small one made from the smoke profile's configs, in the same order
+  order = [l for l, _ in small]
+  assert [l for l, _ in smoke if l in order] == sorted((l for l, _ in smoke if l in order), key=order.index)
+  assert [l for l in by_label if l not in order] == ["MoNE e_c=0.3, isoFLOPs, seed 0"]
   for label, cfg in small:
     if label in by_label:
       other = by_label[label]
