@@ -82,7 +82,8 @@ def _pct(x) -> str:
 
 def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
   """Markdown rows, one per finished run, with the rules' readings; an arm complete in its stage
-  also gets its verdict (`rc.check_arm`)."""
+  also gets its verdict (`rc.check_arm`), and one with a run failing a rule that reads it alone
+  fails there (`rc.failed_already`)."""
   out = []
   for arm, runs in by_arm.items():
     seeds = {k: m for k, m in runs.items() if not isinstance(k, str)}
@@ -95,7 +96,9 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
           f" (median {_pct(verdict['median_val'])}%, seed range {_pct(verdict['seed_range'])} points"
           + (f", twin {_pct(verdict['twin_diff'])} points from its seed" if "twin_diff" in verdict else "") + ")")
     else:
-      arm_cell = f"{len(runs)} of {len(rc.SEEDS) + stage_a} runs trained"
+      trained = f"{len(runs)} of {len(rc.SEEDS) + stage_a} runs trained"
+      alone = any(not (r["plateau"] and r["left_chance"]) for r in map(rc.check_run, seeds.values()))
+      arm_cell = f"**fails** on a run alone ({trained})" if alone else trained
     for i, (key, m) in enumerate(sorted(runs.items(), key=lambda kv: str(kv[0]))):
       r = rc.check_run(m)
       out.append(f"| {arm} | {key} | {_pct(r['early_val'])} | {'yes' if r['left_chance'] else '**no**'} | "

@@ -22,6 +22,8 @@ chosen, so that the choice cannot follow the results it is meant to produce:
   its steps, and ends within OUTLIER of its arm's median over the seeds; the ISA twin's final
   validation accuracy is within the arm's seed range (max - min, at least TWIN_FLOOR) of its own
   seed's. (c) The recipe is chosen by (a) and (b) alone (`choose`).
+  A stage fails as soon as one of its runs fails (a) or (b)'s first part, which read that run
+  alone: its remaining runs are not trained (`failed_already`).
 
 `python -m mone.chapters recalibration` writes the file (refusing to change a frozen one) and prints
 where each run stands.
@@ -226,17 +228,34 @@ def stage_outcome(task: str, candidate: str, stage: str, root) -> dict | None:
           for arm in wanted}
 
 
+def failed_already(task: str, candidate: str, stage: str, root) -> dict:
+  """{arm: {"passes": False, "failed": {seed: check_run(...)}}} of the stage's arms with a finished run
+  (at a calibration seed) that fails rule (a) or rule (b)'s first part, or {} if none. Both rules read
+  one run alone, so no run still to train can undo the failure: by rule (c) the candidate has failed,
+  and its stage's other runs (its instruction-set twins too) would only cost core-hours."""
+  out = {}
+  for r in runs(task, candidate, stage):
+    m = None if r.twin else _read(r.run_path(root))
+    reading = check_run(m) if m is not None else None
+    if reading is not None and not (reading["plateau"] and reading["left_chance"]):
+      out.setdefault(r.arm, {"passes": False, "failed": {}})["failed"][r.seed] = reading
+  return out
+
+
 def progress(task: str, root) -> tuple[dict, list[Run], str | None]:
   """(outcomes so far by candidate and stage, the runs to train next, the chosen candidate or None).
   Candidates are walked in order: the first stage that is not complete is what trains next; a
-  stage that fails moves on to the next candidate; a task whose candidates all failed trains nothing
-  more (a new calibration file adds candidates)."""
+  stage that fails moves on to the next candidate, as soon as one of its finished runs fails a rule
+  of its own (`failed_already`: the outcome then lists only the arms that failed); a task whose
+  candidates all failed trains nothing more (a new calibration file adds candidates)."""
   outcomes = {}
   for name, _ in CANDIDATES[task]:
     for stage in ("A", "B"):
       outcome = stage_outcome(task, name, stage, root)
       if outcome is None:
-        return outcomes, [r for r in runs(task, name, stage) if not r.run_path(root).exists()], None
+        outcome = failed_already(task, name, stage, root)
+        if not outcome:
+          return outcomes, [r for r in runs(task, name, stage) if not r.run_path(root).exists()], None
       outcomes.setdefault(name, {})[stage] = outcome
       if not all(a["passes"] for a in outcome.values()):
         break

@@ -131,6 +131,32 @@ def test_the_queue_walks_stages_then_candidates(tmp_path):
   assert "chosen: temporal-9k-warmup10" in rc.status(tmp_path)
 
 
+def test_a_stage_fails_at_its_first_run_that_fails_a_rule_of_its_own(tmp_path):
+  task = "image"
+  first, second = rc.CANDIDATES[task][0][0], rc.CANDIDATES[task][1][0]
+  steps, every = (dict(rc.CANDIDATES[task])[first][k] for k in ("steps", "eval_every"))
+  stage = rc.runs(task, first, "A")
+  # Runs on a plateau, and an outlier (rule (b)'s second part, read over the arm's seeds): undecided.
+  _land(tmp_path, task, first, "A", "image:vit", {100: _run_file(0.9, steps=steps, every=every),
+                                                  101: _run_file(0.6, steps=steps, every=every)})
+  outcomes, todo, _ = rc.progress(task, tmp_path)
+  assert first not in outcomes and todo == [r for r in stage if not r.run_path(tmp_path).exists()] and todo[0] == stage[1]
+  # A twin still climbing decides nothing (the twin is held to the seed range only).
+  _land(tmp_path, task, first, "A", "image:mod", {"twin": _run_file(0.9, steps=steps, every=every, slope=0.02)})
+  assert rc.progress(task, tmp_path)[1][0] == stage[1]
+  # One run still climbing in its last quarter (rule (a)): the candidate has failed whatever the rest
+  # give, so the next candidate's stage A trains, and the first's twins never do.
+  _land(tmp_path, task, first, "A", "image:matvit", {102: _run_file(0.9, steps=steps, every=every, slope=0.01)})
+  outcomes, todo, chosen = rc.progress(task, tmp_path)
+  assert chosen is None and todo == rc.runs(task, second, "A")
+  assert list(outcomes[first]["A"]) == ["image:matvit"] and not outcomes[first]["A"]["image:matvit"]["passes"]
+  assert outcomes[first]["A"]["image:matvit"]["failed"][102]["fitted_gain"] == pytest.approx(0.01, abs=1e-6)
+  assert f"{first}': {{'A': False}}" in rc.status(tmp_path)
+  # A run that never left chance fails its stage the same way.
+  _land(tmp_path, task, second, "A", "image:vit", {101: _run_file(0.9, early=0.1, steps=16000, every=500)})
+  assert rc.progress(task, tmp_path)[1:] == ([], None) and "every candidate failed" in rc.status(tmp_path)
+
+
 def test_a_run_file_without_its_code_version_is_refused(tmp_path):
   # The next profile compares a run only with runs of its own code: one that does not say which code
   # trained it stops the calibration's readout in one line, and is left as it was.
@@ -172,10 +198,12 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   verdict = rc.check_arm({s: passing[s] for s in rc.SEEDS}, passing["twin"])
   assert verdict["passes"] and "| temporal:vit | 100 | 50.0 | yes | +0.00 | yes | 95.0 | **passes** (median 94.0%" in page
   # an arm with seeds to come is not judged; its runs' readings are shown, the stalled ones marked
-  assert "| temporal:matvit | 100 | 13.0 | **no** | +0.00 | yes | 90.0 | 2 of 4 runs trained |" in page
+  # a run failing a rule of its own fails its arm, and its stage, before the arm's other seeds train
+  assert "| temporal:matvit | 100 | 13.0 | **no** | +0.00 | yes | 90.0 | **fails** on a run alone (2 of 4 runs trained) |" in page
   assert "| temporal:matvit | 101 | 50.0 | yes | +1.00 | **no** | 90.0 |  |" in page
   assert "12.3" not in page and "test accuracy" in page  # said never shown, and not shown
   assert f"**{rc.CANDIDATES['temporal'][1][0]}** (" in page and "no run yet" in page
   png = tmp_path / recalibration_page.FIGURES / f"{first}.png"
   assert png.exists() and f"](../{recalibration_page.FIGURES}/{first}.png)" in page
-  assert "- **temporal**: " + first + ", stage A, has" in page
+  second = rc.CANDIDATES["temporal"][1][0]
+  assert f"- **temporal**: failed the rules: {first} (stage A); {second}, stage A, has 16 runs to train." in page
