@@ -12,7 +12,7 @@ chapter, open with its verdict table, before any code cell, showing no stderr ou
 
 What a reader must be able to read (measured, not eyeballed): every figure's smallest text at least
 MIN_TEXT_PX screen pixels at the width the browser shows it (from the legibility audit each figure
-carries in its PNG, `mone.chapters.legibility`), no legend over data, no two legend entries drawn
+carries in its PNG, `mone.plotting.legibility`), no legend over data, no two legend entries drawn
 alike; no table header that wraps inside a word; no page taller than MAX_PAGE_HEIGHT; no words of
 the project's working history or internal hashes in any page's text, and no module names in a
 chapter's prose (`book_pages.process_words`, `book_pages.internal_names`).
@@ -35,7 +35,8 @@ import book_pages  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mone.chapters import claims, legibility  # noqa: E402  (the claims' ids; a figure's audit: no matplotlib)
+from mone.evidence import claims
+from mone.plotting import legibility  # noqa: E402  (the claims' ids; a figure's audit: no matplotlib)
 MIN_FIGURE_SCALE = 0.3  # a figure shown below this fraction of its pixel width is unreadable
 WINDOW = (1400, 900)  # the reader's window, as wide as a laptop's
 MAX_LANDING_HEIGHT = 6000  # px at WINDOW's width: the answer, not every table, on the landing page
@@ -99,7 +100,7 @@ def _code_names():
 
 
 def check_figures(docname, imgs, html_dir, failures):
-  """Each figure's legibility audit (`mone.chapters.legibility`, in its PNG), scaled to the width
+  """Each figure's legibility audit (`mone.plotting.legibility`, in its PNG), scaled to the width
   the browser shows it at: its smallest text in screen pixels, legends over data, alike entries."""
   page = f"{docname}.html"
   for img in imgs:

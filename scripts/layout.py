@@ -93,19 +93,42 @@ def reach(graph: dict, starts) -> set:
   return seen
 
 
+# The book's layers, lowest first: a layer imports those below it, never those above; everything else
+# in `mone` (models, training, data, configs, run planning, benchmarks) is below them all.
+BOOK_LAYERS = ("mone.evidence", "mone.plotting", "mone.chapters", "mone.publish")
+
+
+def _layer(module: str) -> int:
+  """The book layer a module is in (its index in BOOK_LAYERS), or -1 below them."""
+  return next((i for i, l in enumerate(BOOK_LAYERS) if module == l or module.startswith(l + ".")), -1)
+
+
 def below_chapters(root=ROOT) -> dict:
-  """{module or script: the chapter modules it reaches} for the training side (`mone/` outside
-  `mone.chapters`, and the scripts that train), which must reach none: training does not depend on
-  the book's analysis."""
+  """{module or script: the book modules it reaches} for the training side (`mone/` outside the book's
+  layers, and the scripts that train), which must reach none: training does not depend on the book's
+  claims, figures, chapters or pages."""
   graph = import_graph(root)
-  starts = {m: {m} for m in graph if not m.startswith("mone.chapters")}
+  starts = {m: {m} for m in graph if _layer(m) < 0}
   for script in TRAINING_SCRIPTS:
     starts[script] = script_imports(root / script, root)
   out = {}
   for name, s in starts.items():
-    chapters = sorted(m for m in reach(graph, s) if m.startswith("mone.chapters"))
-    if chapters:
-      out[name] = chapters
+    book = sorted(m for m in reach(graph, s) if _layer(m) >= 0)
+    if book:
+      out[name] = book
+  return out
+
+
+def layer_violations(root=ROOT) -> dict:
+  """{module: the modules of a higher book layer it imports}: none may (`BOOK_LAYERS`). A package's
+  `__main__`, an entry point, is exempt (`python -m mone.chapters` runs the publishing command line)."""
+  out = {}
+  for name, targets in import_graph(root).items():
+    if name.endswith(".__main__"):
+      continue
+    up = [t for t in targets if _layer(t) > _layer(name)]
+    if up:
+      out[name] = up
   return out
 
 
@@ -202,7 +225,8 @@ def main():
   print("modules over 400 lines:", over or "none")
   print("notebook code lines:", notebook_code_lines())
   print("claims decided in notebooks:", notebook_decisions() or "none")
-  print("training code reaching chapter modules:", below_chapters() or "none")
+  print("training code reaching the book's modules:", below_chapters() or "none")
+  print("imports up the book's layers:", layer_violations() or "none")
   print("graph between packages:")
   for a, targets in package_graph(graph).items():
     print(f"  {a} -> {', '.join(targets)}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from mone.chapters import claims, verdicts
+from mone.evidence import claims, verdicts
 from xla_flags import FAST_COMPILE
 
 REPO = Path(__file__).resolve().parent.parent

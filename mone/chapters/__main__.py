@@ -1,4 +1,4 @@
-"""python -m mone.chapters: see mone.chapters.cli."""
-from mone.chapters import cli
+"""python -m mone.chapters: see mone.publish.cli."""
+from mone.publish import cli
 
 cli.main()

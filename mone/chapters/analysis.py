@@ -6,7 +6,7 @@
   Figures 1, 3, 5 and 7.
 * Accuracy-vs-FLOPs curves: `points` turns a run's metrics into plot points, `mean_curves`
   averages them over seeds, and `adaptation_summary` Fig. 5's curves into drops. (Claims and their
-  verdicts: `mone.chapters.claims`; what trained routers do: `mone.chapters.routers`.)
+  verdicts: `mone.evidence.claims`; what trained routers do: `mone.chapters.routers`.)
 """
 import csv
 import dataclasses
@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from mone import results
-from mone.chapters import claims, declarations
+from mone.evidence import claims, declarations
 from mone.runs import experiments
 from mone.data.moving_digits import temporal_factors
 from mone.models import kinds
@@ -45,7 +45,7 @@ def points(metrics: dict, all_capacities: bool = False) -> list[dict]:
 
 def mean_curves(by_seed: dict) -> dict:
   """{(panel, model): points} averaged over the seeds that trained each point (`by_seed`: {seed:
-  {(panel, model): points}}, as `mone.chapters.comparisons` takes them): per point (the same e_c
+  {(panel, model): points}}, as `mone.evidence.comparisons` takes them): per point (the same e_c
   and width), accuracy_pct is the mean over seeds, with accuracy_min, accuracy_max and n_seeds
   beside it. A point's FLOPs do not depend on the seed; the lowest seed's point gives the rest."""
   grouped = {}
@@ -121,7 +121,7 @@ def adaptation_summary(rows: list[dict], train_e_cs) -> dict:
 def adaptation_claims(summaries: dict, domain: str, learned: bool = True) -> list[dict]:
   """Fig. 5's three claims for one domain ('images' or 'video') from `adaptation_summary` at each
   seed ({seed: summary}), each decided over the seeds that have its numbers
-  (`mone.chapters.claims`): a model's own drop grows with the shift, is steeper from high to low
+  (`mone.evidence.claims`): a model's own drop grows with the shift, is steeper from high to low
   capacity (at the shifts both directions have), and one adaptive model is within 1 point of the
   model trained at each capacity (seeds with an adaptive model only)."""
   out = []

@@ -17,7 +17,8 @@ split reports the chapters' results and must not choose what they are measured o
 import json
 
 from mone import results
-from mone.chapters import analysis, plots
+from mone.plotting import plots
+from mone.chapters import analysis
 from mone.configs import recipes, schema
 from mone.models import kinds
 

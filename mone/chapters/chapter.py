@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.chapters import analysis, legibility, plots
+from mone.plotting import legibility, plots
+from mone.chapters import analysis
 from mone.runs import experiments, plan
 
 INLINE_DPI = 100  # the inline backend's: a chapter's figures keep the pixel size they had
@@ -35,7 +36,7 @@ class Chapter:
 
 def display(fig) -> None:
   """Shows a figure in the notebook as the inline backend would (a PNG at INLINE_DPI, tight bounding
-  box), with its legibility audit in the PNG (`mone.chapters.legibility`) for the book's check, and
+  box), with its legibility audit in the PNG (`mone.plotting.legibility`) for the book's check, and
   closes it."""
   import IPython.display as ipd
   import matplotlib.pyplot as plt  # here: the book's environment imports this module (the chapters CLI) without it

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import plots, stats
+from mone.evidence import stats
+from mone.plotting import plots
 from mone.runs import plan
 from mone.configs.arms import Arm
 from mone.models import kinds

@@ -7,9 +7,11 @@ choice of as many (`routers.overlap`, `routers.random_router_baseline`), at each
 seed, and `chapter_claims` decides the paper's claim from those margins. The notebook loads the
 runs with `landed`, calls these functions, and plots and prints what they return.
 """
-from mone.chapters import analysis, claims, headlines, plots, preregistration, routers
+from mone.evidence import claims, preregistration
+from mone.plotting import plots
+from mone.chapters import analysis, headlines, routers
 from mone.runs import experiments, plan
-from mone.chapters.declarations import BEATS, WITHIN, Chapter, Claim
+from mone.evidence.declarations import BEATS, WITHIN, Chapter, Claim
 from mone.configs import figures, reads
 
 MODEL = reads.FIGURE1_MODEL  # Figure 3's MoNE at the paper's e_c

@@ -6,8 +6,9 @@ grid, MoNE-isoFLOPs at the lowest e_c) at the seeds of the profile's plan, as `h
 reads them, and decides its claims with `comparisons.figure3` over the seeds that trained both
 arms of each.
 """
-from mone.chapters import calibration, claims, comparisons, headlines
-from mone.chapters.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
+from mone.evidence import claims, comparisons
+from mone.chapters import calibration, headlines
+from mone.evidence.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm
 

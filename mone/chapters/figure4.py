@@ -10,9 +10,10 @@ decides the chapter's claims (`chapter_claims`): the paper's SSv2 FLOP accountin
 from mone import flops
 from mone.configs import figures, profiles, reads, schema
 from mone.configs.arms import Arm
-from mone.chapters import calibration, claims, comparisons, headlines
+from mone.evidence import claims, comparisons
+from mone.chapters import calibration, headlines
 from mone.runs import experiments
-from mone.chapters.declarations import ACCURACY, BEATS, Chapter, Claim
+from mone.evidence.declarations import ACCURACY, BEATS, Chapter, Claim
 from mone.models import config, kinds
 
 TASKS = {"appearance": "Kinetics-400", "temporal": "Something-Something-v2"}  # ours -> the paper's

@@ -8,8 +8,9 @@ domain, and whether video degrades more gracefully than images.
 """
 import dataclasses
 
-from mone.chapters import analysis, calibration, claims, headlines, preregistration
-from mone.chapters.declarations import BEATS, SAME_SEED, Chapter, Claim
+from mone.evidence import claims, preregistration
+from mone.chapters import analysis, calibration, headlines
+from mone.evidence.declarations import BEATS, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles, reads
 
 DOMAINS = ("images", "video")

@@ -7,8 +7,9 @@ router, learned) is Figure 3's run. The claims are decided by `comparisons.figur
 that trained both arms of each; a run that never left the chance plateau tests no router, so it
 makes every decided trained claim inconclusive.
 """
-from mone.chapters import analysis, comparisons, headlines
-from mone.chapters.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
+from mone.evidence import comparisons
+from mone.chapters import analysis, headlines
+from mone.evidence.declarations import ACCURACY, BEATS, SAME_SEED, Chapter, Claim
 from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm
 

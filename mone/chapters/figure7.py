@@ -8,9 +8,10 @@ exact expectation of a random choice of as many (`routers.overlap_rows`), per se
 `chapter_claims` decides the paper's claims from those precisions. The notebook loads the runs
 with `image_runs` and `video_runs`, calls these functions, and plots and prints what they return.
 """
-from mone.chapters import analysis, claims, headlines, routers
+from mone.evidence import claims
+from mone.chapters import analysis, headlines, routers
 from mone.runs import experiments, plan
-from mone.chapters.declarations import BEATS, SAME_SEED, WITHIN, Chapter, Claim
+from mone.evidence.declarations import BEATS, SAME_SEED, WITHIN, Chapter, Claim
 from mone.configs import figures, reads
 
 E_C = reads.FIGURE7_E_C  # a low capacity: the full expert gets floor(0.071 N) tokens, 4 of 64 in the small profile

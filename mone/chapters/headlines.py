@@ -5,7 +5,7 @@ several days and committed as they land. This module answers, from the committed
 alone, how each headline comparison of the recalibrated profile is decided today: Figure 3 (ViT vs MoNE, MoNE vs
 MatViT and MoD at equal FLOPs), Figure 4 per video task, Figure 6c (learned vs random router) and
 Table 1 (MoNE vs the other allocations), each over the paired seeds that trained both arms
-(`mone.chapters.claims`: fewer than 3 is inconclusive). A run that has not landed is left out,
+(`mone.evidence.claims`: fewer than 3 is inconclusive). A run that has not landed is left out,
 never trained here (`landed`; the chapters read their runs with it too).
 
   .venv/bin/python -m mone.chapters headlines      # every claim, its seeds and 95% CI
@@ -14,7 +14,8 @@ The chapters build their claims with the same functions (`comparisons.figure3`, 
 `table1_claims`), so what this prints is what they say.
 """
 from mone import capacity, results
-from mone.chapters import analysis, calibration, claims, comparisons, stats
+from mone.evidence import claims, comparisons, stats
+from mone.chapters import analysis, calibration
 from mone.runs import experiments, plan
 from mone.configs import figures, reads
 from mone.configs.arms import Arm

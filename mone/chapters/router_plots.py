@@ -2,12 +2,13 @@
 expert (Figures 1 and 7, on images and clips), how those overlap the objects, which expert gets
 the object tokens, and Figure 6's router placement, count and learned-or-random studies.
 
-Drawn in the book's theme and model colours (`mone.chapters.plots`) from plain data: router
+Drawn in the book's theme and model colours (`mone.plotting.plots`) from plain data: router
 outputs and their overlaps (`mone.chapters.routers`), or accuracies by seed.
 """
 import numpy as np
 
-from mone.chapters import plots, routers
+from mone.plotting import plots
+from mone.chapters import routers
 
 
 def outline_tokens(ax, selected, patch: int, grid: int, color: str = "yellow", lw: float = 1.6) -> int:
@@ -109,7 +110,7 @@ def _stack_legends(keys, panels) -> list:
   """Each panel's legend entries (panels: (title, axes)) moved into the empty axes `keys`, one
   legend per panel under the one before (measured, so that none runs into the next; more than five
   entries in two columns); a panel's own legend is removed. Figure legends, so that the legibility
-  audit (`mone.chapters.legibility`) checks every one of them against every panel's data. Returns
+  audit (`mone.plotting.legibility`) checks every one of them against every panel's data. Returns
   the legends placed."""
   from matplotlib.transforms import ScaledTranslation
   fig = keys.figure

@@ -15,7 +15,7 @@ from mone import results
 from mone.bench import contenders, micro, timing
 from mone.bench.contenders import DENSE, MASKED, MATVIT, MONE
 from mone.bench.rows import report_table
-from mone.chapters import plots
+from mone.plotting import plots
 from mone.runs import experiments
 from mone.configs import profiles
 
@@ -35,7 +35,7 @@ MODEL_STYLE = {MONE: dict(color=plots.MODEL_COLORS["MoNE"], label="MoNE"),  # ev
                MATVIT: dict(color=plots.MODEL_COLORS["MatViT"], label="MatViT sub-model"),
                MASKED: dict(color="k", label="naive masked MoNE")}
 # The speed-up figure's marker per batch size, smallest first: a model is its colour, a batch its
-# marker, so that no two of the legend's series look alike (`mone.chapters.legibility`).
+# marker, so that no two of the legend's series look alike (`mone.plotting.legibility`).
 BATCH_MARKERS = ("o", "s", "^", "D", "v", "P")
 def bench_dir(profile: str):
   """Where a profile's benchmark files are: results/bench/ (smoke: results/smoke_bench/)."""

@@ -1,5 +1,5 @@
 """Chapter 08's verdicts: the paper's five wall-clock claims and this repository's own speed targets,
-each decided from the interval over several benchmark processes (`mone.chapters.claims.timing`, `.target`).
+each decided from the interval over several benchmark processes (`mone.evidence.claims.timing`, `.target`).
 
 The NeurIPS version of the paper times MoNE on a V100 (the chapter quotes it): ViViT-FE-B/16 on SSv2
 at e_c = 0.3 runs with 1.97x lower latency and 1.94x the throughput; latency and throughput gains
@@ -15,8 +15,8 @@ import numpy as np
 
 from mone.bench import contenders, targets as bench_targets
 from mone.bench.contenders import DENSE, FULL, MONE, ROUTING
-from mone.chapters import claims, stats
-from mone.chapters.declarations import Chapter, Claim
+from mone.evidence import claims, stats
+from mone.evidence.declarations import Chapter, Claim
 
 # The tests, stated before measuring. Latency: the paper's 1.97x at e_c = 0.3, met within 10% or
 # better. Linear: least squares of latency on analytic FLOPs over the dense model and MoNE at

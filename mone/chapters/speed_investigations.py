@@ -18,7 +18,8 @@ import numpy as np
 from mone import results
 from mone.bench import contenders
 from mone.bench.contenders import ATTENTION, DENSE, MONE
-from mone.chapters import plots, speed
+from mone.plotting import plots
+from mone.chapters import speed
 
 BLOCK, MATMUL = "cpu-block.json", "cpu-matmul.json"
 FIGURES = "speed_investigations"  # the figures' folder under the results folder

@@ -10,8 +10,9 @@ the static allocations' budgets (arithmetic) and the accuracy comparisons over p
 import numpy as np
 
 from mone import capacity
-from mone.chapters import analysis, calibration, claims, headlines
-from mone.chapters.declarations import ACCURACY, SAME_SEED, Chapter, Claim
+from mone.evidence import claims
+from mone.chapters import analysis, calibration, headlines
+from mone.evidence.declarations import ACCURACY, SAME_SEED, Chapter, Claim
 from mone.configs import figures
 from mone.configs.arms import Arm
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import plots
+from mone.plotting import plots
 from mone.models import kinds
 
 FILE = "cpu-training.json"

@@ -19,7 +19,7 @@ SEEDS = (0, 1, 2)   # paired seeds of every headline comparison
 EXTRA_SEEDS = (3, 4)
 # Five more paired seeds of every headline run, fixed on 2026-12-01 before any of them trained, with
 # every planned claim's definition frozen (`seed_plans.ten_seed_plan`, committed as results/seed_plan_10.json;
-# `mone.chapters.preregistration`). From 5 to 10 paired seeds a 95% t-interval's half-width shrinks
+# `mone.evidence.preregistration`). From 5 to 10 paired seeds a 95% t-interval's half-width shrinks
 # by (t(0.975, 9) / sqrt(10)) / (t(0.975, 4) / sqrt(5)) = 0.58.
 SEEDS_TO_TEN = (5, 6, 7, 8, 9)
 

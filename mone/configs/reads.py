@@ -3,7 +3,7 @@ profile (`CHAPTERS`, in book order). The plan is generated from these declaratio
 (`mone.configs.figures`): it trains their union, an arm that some chapter reads at every seed at
 every seed of the plan, a study at the config's own seed only; and each chapter picks its runs from
 the plan by the same arms. A chapter's claims name arms it reads at every seed
-(`mone.chapters.declarations` checks).
+(`mone.evidence.declarations` checks).
 
 This module imports no chapter code: the training queue plans from it without the book's analysis
 layer. A new baseline is one more arm in the reads of the chapters that show it; a new chapter, one
@@ -119,7 +119,7 @@ def figure7(profile: str) -> Reads:
   return Reads((*FIGURE7_ROUTERS.values(), FIGURE7_VIDEO))
 
 
-# Book order; the keys are the chapter modules' names (`mone.chapters.declarations.MODULES`). The
+# Book order; the keys are the chapter modules' names (`mone.evidence.declarations.MODULES`). The
 # wall-clock chapter reads no trained arm.
 CHAPTERS = {"figure1": figure1, "table1": table1, "figure3": figure3, "figure4": figure4, "figure5": figure5,
             "figure6": figure6, "figure7": figure7}

@@ -3,5 +3,6 @@ profile's calibration (`recalibration`), where a run's file, checkpoints and wei
 trained or its finished file reused (`experiments`), and how long runs take (`run_times`).
 
 The training queue (`scripts/train_queue.py`) needs only these and the training stack: nothing here
-imports `mone.chapters`, the book's analysis (tests/e2e/test_layout.py checks it).
+imports the book's layers (`mone.evidence`, `mone.plotting`, `mone.chapters`, `mone.publish`;
+tests/e2e/test_layout.py checks it).
 """

@@ -10,7 +10,7 @@ costliest (isoFLOPs) at the very end.
 
 The configs are those the chapters ask for (`profiles.image_config('small')`, `video_config('small',
 task)`; a test checks that they agree). The seed plans, as written before their runs trained, are
-`mone.chapters.seed_plans`; how long the runs take, `mone.runs.run_times`.
+`mone.evidence.seed_plans`; how long the runs take, `mone.runs.run_times`.
 """
 import functools
 from pathlib import Path
@@ -236,7 +236,7 @@ def _runs() -> tuple:
 
 def trains_on(root) -> str | None:
   """The device a planned run that has not landed must train on: "cpu" where `root` holds the seed
-  plan with its device amendment (`mone.chapters.seed_plans.amendment`: every paired difference the chapters read is between
+  plan with its device amendment (`mone.evidence.seed_plans.amendment`: every paired difference the chapters read is between
   two CPU runs, so a run trained elsewhere would cross devices again), else None, any device (a
   results folder of one's own, e.g. the whole profile retrained on one GPU)."""
   path = Path(root) / "seed_plan.json"

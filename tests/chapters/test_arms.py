@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from mone.chapters import plots
+from mone.plotting import plots
 from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm, arms
 from mone.models import kinds

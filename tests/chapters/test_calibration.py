@@ -112,7 +112,7 @@ def test_figure_draws_validation_and_training_curves_of_every_run():
   # ... thinner and fainter than a single run, which it would hide
   assert [(l.get_linewidth(), l.get_alpha()) for l in loss.get_lines()][1:] == [(1.0, 0.6)] * 2
   assert loss.get_lines()[0].get_alpha() is None
-  from mone.chapters import legibility
+  from mone.plotting import legibility
   assert legibility.audit(fig, 150)["alike"] == []
 
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claim_plots, claims, cli, declarations, legibility, pages, significance, stats, verdicts
+from mone.evidence import claims, declarations, significance, stats, verdicts
+from mone.plotting import claim_plots, legibility
+from mone.publish import cli, pages
 
 
 def _seeds(values):
@@ -535,7 +537,7 @@ def test_the_landing_figure_marks_the_unpaired_claim_apart(tmp_path, monkeypatch
   # and named, and only it.
   import matplotlib
   matplotlib.use("Agg")
-  from mone.chapters import plots
+  from mone.plotting import plots
   rng = np.random.default_rng(3)
   arm = lambda mu: {s: float(v) for s, v in enumerate(rng.normal(mu, 2, 3))}
   cs = [claims.trained("fig5.video_gentler_than_images", "gentler", "p", arm(80), arm(70), relation="beats", tolerance=0),

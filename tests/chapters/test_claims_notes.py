@@ -1,5 +1,5 @@
 """Generated notes on claims: what an equivalence claim's seeds rule out (`comparisons.equivalence_note`)."""
-from mone.chapters import claims, comparisons, stats
+from mone.evidence import claims, comparisons, stats
 
 
 def test_equivalence_note_states_what_the_seeds_rule_out_and_what_deciding_needs():

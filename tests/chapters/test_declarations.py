@@ -5,7 +5,8 @@ import types
 
 import pytest
 
-from mone.chapters import claims, declarations, pages, preregistration
+from mone.evidence import claims, declarations, preregistration
+from mone.publish import pages
 from mone.configs import figures, reads
 from mone.configs.arms import Arm
 from mone.configs.figures import EXTRA_SEEDS, SEEDS, SEEDS_TO_TEN

@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from mone.chapters import cli, devices
+from mone.chapters import devices
+from mone.publish import cli
 
 
 def _run(root, sub, name, acc, seed=0, device="cpu", e_c=0.4, config_hash="abc", **config):

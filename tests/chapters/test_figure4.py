@@ -3,7 +3,8 @@ built here: the SSv2 FLOP counts, the per-task comparisons, and whether the temp
 separates the nested widths."""
 import pytest
 
-from mone.chapters import calibration, declarations, figure4
+from mone.evidence import declarations
+from mone.chapters import calibration, figure4
 from mone.runs import experiments
 
 

@@ -4,7 +4,8 @@ import dataclasses
 import math
 
 from mone import results
-from mone.chapters import cli, headlines
+from mone.chapters import headlines
+from mone.publish import cli
 from mone.runs import experiments, plan
 from mone.configs import figures, profiles
 

@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from mone.chapters import legibility  # noqa: E402
+from mone.plotting import legibility  # noqa: E402
 
 
 def _figure(legend_loc="upper left", fontsize=10, alike=False):

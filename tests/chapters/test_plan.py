@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from mone import capacity, results
-from mone.chapters import seed_plans
+from mone.evidence import seed_plans
 from mone.runs import experiments, plan, run_times
 from mone.configs import figures, profiles, reads
 pass
@@ -195,7 +195,7 @@ def test_the_ten_seed_plan_keeps_every_parameter_of_each_of_its_runs_and_reads_t
 
 
 def test_the_committed_ten_seed_plan_names_the_queues_runs_and_freezes_every_claim_with_an_interval():
-  from mone.chapters import claims, preregistration
+  from mone.evidence import claims, preregistration
   frozen = results.read_json(results.RESULTS / "seed_plan_10.json")
   assert [r["run_file"] for r in frozen["runs"]] == [experiments.run_path(cfg).name for _, cfg in plan.ten_seed_runs()]
   assert [r["weights_file"] for r in frozen["runs"]] == [experiments.weights_path(cfg).name for _, cfg in plan.ten_seed_runs()]

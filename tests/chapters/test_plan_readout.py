@@ -1,11 +1,12 @@
-"""A seed plan read against what its seeds gave (`mone.chapters.plan_readout`): nothing is read
+"""A seed plan read against what its seeds gave (`mone.publish.plan_readout`): nothing is read
 before the chapters decide every frozen claim at the plan's seeds, then each claim is shown as
 planned, as expected and as decided."""
 import json
 
 import pytest
 
-from mone.chapters import claims, cli, declarations, plan_readout, preregistration, significance
+from mone.evidence import claims, declarations, preregistration, significance
+from mone.publish import cli, plan_readout
 
 FIVE = (-1.0, -2.5, 0.5, -1.5, -2.0)
 TEN = FIVE + (-1.2, -2.2, -0.8, -1.9, -1.4)

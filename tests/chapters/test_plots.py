@@ -9,8 +9,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from mone.chapters import (calibration, chapter, claim_plots, claims, comparisons, legibility, plots, router_plots,  # noqa: E402
-                           speed, speed_investigations, stats, verdicts)
+from mone.evidence import claims, comparisons, stats, verdicts  # noqa: E402
+from mone.plotting import claim_plots, legibility, plots  # noqa: E402
+from mone.chapters import calibration, chapter, router_plots, speed, speed_investigations  # noqa: E402
 from mone.configs.arms import Arm  # noqa: E402
 
 # A warning on a chapter's page is a bug (test_book.py): the figures must draw without one.
@@ -480,7 +481,7 @@ def test_figure6_claims_pair_seeds_per_study_and_are_not_testable_without_runs()
 
 
 def test_the_exploratory_router_claim_takes_the_capacity_most_seeds_have_and_stays_outside_holm():
-  from mone.chapters import significance
+  from mone.evidence import significance
   learned = {0.2: {0: 80.0, 1: 81.0, 2: 80.5}, 0.3: {0: 88.0, 1: 89.0, 2: 89.5}, 0.4: {0: 90.0, 1: 90.5, 2: 91.0}}
   random = {0.2: {0: 70.0, 1: 72.0, 2: 71.0}, 0.3: {0: 79.0, 1: 80.0, 2: 81.0}, 0.4: {0: 80.0}}
   c = comparisons.random_degrades(learned, random)

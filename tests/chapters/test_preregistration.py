@@ -1,11 +1,12 @@
-"""Claim definitions frozen by a seed plan (`mone.chapters.preregistration`): the check that holds
+"""Claim definitions frozen by a seed plan (`mone.evidence.preregistration`): the check that holds
 the chapters to them, the power estimate, and the pre-registered result of a changed claim."""
 import copy
 
 import numpy as np
 import pytest
 
-from mone.chapters import claims, cli, pages, preregistration, significance, verdicts
+from mone.evidence import claims, preregistration, significance, verdicts
+from mone.publish import cli, pages
 
 
 def _claim(cid="fig3.mone_beats_matvit", diffs=(-1.0, -2.5, 0.5, -1.5, -2.0), **recorded):

@@ -184,7 +184,7 @@ def _land(root, task, candidate, stage, arm, files):
 
 
 def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_accuracy(tmp_path, monkeypatch):
-  from mone.chapters import recalibration_page
+  from mone.publish import recalibration_page
   monkeypatch.setattr(results, "RESULTS", tmp_path)  # the figures land under the same folder
   first = rc.CANDIDATES["temporal"][0][0]
   passing = {s: _run_file(0.95 - 0.01 * i) for i, s in enumerate(rc.SEEDS)} | {"twin": _run_file(0.95)}

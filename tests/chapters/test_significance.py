@@ -1,9 +1,9 @@
-"""p-values, the family-wise view and the power estimate of trained claims (`mone.chapters.significance`)."""
+"""p-values, the family-wise view and the power estimate of trained claims (`mone.evidence.significance`)."""
 import numpy as np
 import pytest
 import scipy.stats
 
-from mone.chapters import claims, declarations, significance, stats, verdicts
+from mone.evidence import claims, declarations, significance, stats, verdicts
 
 
 def test_holm_keeps_only_what_the_step_down_procedure_keeps():

@@ -8,7 +8,8 @@ import pytest
 
 from mone import capacity, flops, results
 from mone.bench import micro, repeats, workloads
-from mone.chapters import claims, speed, speed_claims
+from mone.evidence import claims
+from mone.chapters import speed, speed_claims
 from mone.models import config
 
 

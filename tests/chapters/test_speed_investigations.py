@@ -10,7 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from mone import results  # noqa: E402
-from mone.chapters import cli, legibility, plots, speed, speed_investigations  # noqa: E402
+from mone.plotting import legibility, plots
+from mone.chapters import speed, speed_investigations
+from mone.publish import cli  # noqa: E402
 
 BENCH = results.RESULTS / "bench"
 # One file of each kind the page reads: the block and matmul benchmarks, a GPU run, a GPU report.

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from mone import results
-from mone.chapters import declarations, stats, table1, verdicts
+from mone.evidence import declarations, stats, verdicts
+from mone.chapters import table1
 from mone.runs import experiments, plan
 from mone.configs import profiles
 

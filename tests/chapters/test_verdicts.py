@@ -1,9 +1,9 @@
-"""mone.chapters.verdicts: a p-value always says which direction it tests, and a difference on the
+"""mone.evidence.verdicts: a p-value always says which direction it tests, and a difference on the
 side against the paper is named in words with its two-sided interval."""
 import numpy as np
 import pytest
 
-from mone.chapters import stats, verdicts
+from mone.evidence import stats, verdicts
 
 
 def _claim(per_seed, relation="no_worse", tolerance=1.0, verdict="inconclusive"):

@@ -53,8 +53,8 @@ def test_a_chapter_depends_on_the_modules_it_imports_and_no_others(capsys):
   """What Make reruns a chapter for (scripts/chapter_inputs.py): its notebook, every mone module
   it reaches through imports, lazy ones inside functions included, and its parameters."""
   ci = _chapter_inputs()
-  assert ci.imported("from mone.chapters import claims, speed\nimport mone.flops") >= {
-      "mone.chapters.claims", "mone.chapters.speed", "mone.flops", "mone.chapters", "mone"}
+  assert ci.imported("from mone.evidence import claims\nfrom mone.chapters import speed\nimport mone.flops") >= {
+      "mone.evidence.claims", "mone.chapters.speed", "mone.flops", "mone.evidence", "mone.chapters", "mone"}
   speed = set(ci.closure({"mone.chapters.speed"}))
   assert "mone.bench.cli" in speed  # imported inside a function
   # mone.flops asks the model kinds (mone.models.kinds), which import the models when they build one
@@ -171,7 +171,7 @@ def test_book_check_measures_a_figures_text_where_the_page_shows_it(tmp_path):
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
-  from mone.chapters import legibility
+  from mone.plotting import legibility
   check_book = _script("check_book")
   fig, ax = plt.subplots(figsize=(8, 3))
   ax.plot([0, 1], [0, 1], "o-", label="a")
@@ -205,7 +205,7 @@ def test_the_chapters_cli_runs_in_the_books_environment():
   # them at its top.
   missing = re.search(r"autodoc_mock_imports: \[(.*)\]", (BOOK / "_config.yml").read_text()).group(1).split(", ")
   assert "matplotlib" in missing and "skimage" in missing
-  code = (f"import sys; sys.modules.update(dict.fromkeys({missing!r})); import mone.chapters.cli; "
-          "from mone.chapters import declarations; declarations.declared()")
+  code = (f"import sys; sys.modules.update(dict.fromkeys({missing!r})); import mone.publish.cli; "
+          "from mone.evidence import declarations; declarations.declared()")
   done = subprocess.run([sys.executable, "-c", code], cwd=results.REPO, capture_output=True, text=True)
   assert done.returncode == 0, done.stderr[-2000:]

@@ -64,6 +64,22 @@ def test_training_imports_no_chapter_code():
   assert layout.below_chapters() == {}
 
 
+def test_the_books_layers_import_only_downwards():
+  # Claims and statistics, then plotting, then the chapters, then the pages: a claim's decision never
+  # depends on a figure or a chapter, and a chapter never on the pages that publish it.
+  assert layout.layer_violations() == {}
+
+
+def test_the_layer_check_sees_an_import_upwards(tmp_path):
+  for d in ("mone", "mone/evidence", "mone/chapters"):
+    (tmp_path / d).mkdir()
+    (tmp_path / d / "__init__.py").write_text("")
+  (tmp_path / "mone" / "chapters" / "figure1.py").write_text("")
+  (tmp_path / "mone" / "chapters" / "__main__.py").write_text("from mone.publish import cli\n")
+  (tmp_path / "mone" / "evidence" / "claims.py").write_text("from mone.chapters import figure1\n")
+  assert layout.layer_violations(tmp_path) == {"mone.evidence.claims": ["mone.chapters", "mone.chapters.figure1"]}
+
+
 def test_the_chapter_reach_finder_sees_a_path_through_another_module(tmp_path):
   # The check above must be able to fail: training code reaching a chapter through a module between.
   for d in ("mone", "mone/chapters", "mone/runs", "scripts"):

@@ -47,7 +47,7 @@ def test_notebook_follows_the_house_layout(notebook):
   assert cells[last_code - 1].cell_type == "markdown" and "reproduce" in cells[last_code - 1].source
   assert "claims.write(chapter_claims, ch.name)" in cells[last_code].source
   assert "verdicts.show(chapter_claims, ch.name)" in cells[last_code].source
-  assert "REPRODUCED" not in code, "verdicts are decided by mone.chapters.claims, not printed by hand"
+  assert "REPRODUCED" not in code, "verdicts are decided by mone.evidence.claims, not printed by hand"
 
 
 @pytest.mark.slow

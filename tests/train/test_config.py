@@ -123,7 +123,7 @@ def test_the_flop_counter_the_budget_and_the_training_config_import_without_flax
   """They are arithmetic: a user (or the book's build) can use them without the model stack."""
   import subprocess
   import sys
-  code = ("import sys, mone.flops, mone.capacity, mone.configs.recipes, mone.chapters.claims; "
+  code = ("import sys, mone.flops, mone.capacity, mone.configs.recipes, mone.evidence.claims; "
           "assert 'flax' not in sys.modules, sorted(m for m in sys.modules if m.startswith('flax'))")
   subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -5,12 +5,12 @@ A curve is a list of points (`analysis.points`: 'gflops', 'accuracy_pct', 'e_c',
 `curves[key, label]` holds one per model size or task (key) and model (label), and `by_seed`
 maps each seed to such a dict, with the models trained at that seed (seeds may lack models).
 Each claim is decided over the seeds where all of its arms exist: the paired differences give
-`mone.chapters.claims` its confidence interval, and with fewer than three seeds it is
+`mone.evidence.claims` its confidence interval, and with fewer than three seeds it is
 inconclusive.
 """
 import numpy as np
 
-from mone.chapters import claims, declarations, significance, stats
+from mone.evidence import claims, declarations, significance, stats
 from mone.configs.arms import Arm
 
 # Figure 4's "2x fewer FLOPs" per clip, up to the spatial CLS token, which always runs at full

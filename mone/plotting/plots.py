@@ -9,12 +9,12 @@ statistics are seaborn's, from a tidy table of one row per seed and point (`poin
 mean over seeds with the seeds' range as a bar, the seeds as dots. The functions take plain data,
 so they are tested without training. `flops_unit` picks an axis unit a reader need not multiply in
 (the small profile's models cost ~10 MFLOPs). The routers' figures are `mone.chapters.router_plots`,
-the claims' `mone.chapters.claim_plots`.
+the claims' `mone.plotting.claim_plots`.
 """
 import numbers
 import textwrap
 
-from mone.chapters import legibility
+from mone.plotting import legibility
 from mone.configs.arms import Arm
 from mone.models import kinds
 
@@ -54,7 +54,7 @@ SEED_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"
 def save_png(fig, path, dpi: int) -> None:
   """Writes fig to path as a PNG atomically (a temporary file in the same folder, then os.replace:
   a reader never sees half a figure) and closes it. No version stamp in the file, so it changes
-  only with its data; its legibility audit in it (`mone.chapters.legibility`). For the landing
+  only with its data; its legibility audit in it (`mone.plotting.legibility`). For the landing
   step's figures, which `python -m mone.chapters` draws outside a chapter (`chapter.save_figure`
   writes a chapter's)."""
   import os

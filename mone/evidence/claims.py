@@ -1,7 +1,7 @@
 """The paper's claims as data, and the one place their verdicts are decided.
 
 Each chapter writes its claims, one JSON object each, to `results/<chapter>/claims.json` (`write`,
-`load`); the book's pages are rendered from those files (`mone.chapters.verdicts`, `.pages`), so no
+`load`); the book's pages are rendered from those files (`mone.evidence.verdicts`, `.pages`), so no
 verdict is typed twice. One function decides each kind of evidence: `trained` (a t-based 95%
 interval of MoNE minus the baseline over seeds, judged by `stats.decide`; inconclusive below
 `MIN_SEEDS`), `arithmetic` (a computed number against the paper's, within a tolerance), `timing`
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import declarations, stats
+from mone.evidence import declarations, stats
 
 KINDS = ("trained", "arithmetic", "timing", "target")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not testable")
@@ -63,7 +63,7 @@ def _claim(id, claim, paper, measured, kind, n_seeds, ci95, tolerance, verdict, 
 
 
 # Paired or Welch, per claim or family of claims (the longest id prefix that matches), by design: each
-# chapter declares it beside its claims (`mone.chapters.declarations`, where the premises are explained).
+# chapter declares it beside its claims (`mone.evidence.declarations`, where the premises are explained).
 # A claim of no family is paired: its caller pairs the seeds (a test checks that every chapter's claims
 # belong to a family).
 def __getattr__(name):
@@ -282,7 +282,7 @@ def load_caveats(root: Path | None = None) -> dict[str, list[str]]:
 
 def counted(c: dict) -> dict:
   """The result a tally counts and the figures draw: the pre-registered one where the claim's
-  definition changed after its plan (`plan_deviation`, `mone.chapters.preregistration`), else the
+  definition changed after its plan (`plan_deviation`, `mone.evidence.preregistration`), else the
   claim itself."""
   return c["plan_deviation"]["preregistered"] if "plan_deviation" in c else c
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.chapters import plots
+from mone.plotting import plots
 from mone.runs import recalibration as rc
 
 FIGURES = "calibration_v3/figures"  # under results/: one PNG per task and candidate with a finished run

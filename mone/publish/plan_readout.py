@@ -10,8 +10,8 @@ taken on a subset of a plan's seeds.
 """
 from pathlib import Path
 
-from mone.chapters import claims as claims_lib
-from mone.chapters import preregistration, significance, stats, verdicts
+from mone.evidence import claims as claims_lib
+from mone.evidence import preregistration, significance, stats, verdicts
 
 
 def planned_claims(plan: dict) -> dict[str, list[dict]]:
@@ -64,7 +64,7 @@ def decided(plan: dict, chapters: dict[str, list[dict]], plan_name: str) -> dict
     else:
       raise ValueError(f"{cid}: its definition changed since {plan_name} and its chapter computes no result with "
                        "the frozen one beside it (plan_deviation); restore the definition, or record the change "
-                       "(mone.chapters.preregistration.DEVIATIONS) and compute the frozen one too")
+                       "(mone.evidence.preregistration.DEVIATIONS) and compute the frozen one too")
   kept = stats.holm({cid: r["p_value"] for cid, r in out.items()}) if out else {}
   for cid, r in out.items():
     r["verdict_familywise"] = r["verdict"] if kept[cid] and r["verdict"] != "inconclusive" else "inconclusive"

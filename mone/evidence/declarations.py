@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import importlib
 
-from mone.chapters.stats import RELATIONS
+from mone.evidence.stats import RELATIONS
 from mone.configs import reads
 from mone.configs.arms import Arm
 

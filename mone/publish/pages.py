@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.chapters import claims as claims_lib
-from mone.chapters import declarations, significance, verdicts
+from mone.evidence import claims as claims_lib
+from mone.evidence import declarations, significance, verdicts
 from mone.configs.arms import Arm
 
 LANDING_FIGURE = "landing.png"  # under the results folder: `claim_plots.landing_figure`
@@ -284,7 +284,7 @@ def tables_page(root: Path | None = None, doc_prefix: str = "notebooks/", figure
   out.append(f"Generated from the {len(chapters)} chapters' `results/<chapter>/claims.json` ({len(everything)} claims). "
              f"A trained comparison is decided from its seeds (the 95% CI of MoNE minus the baseline); with fewer than "
              f"{claims_lib.MIN_SEEDS} seeds it is inconclusive. {pairing_sentence(everything)} The family-wise verdict keeps a "
-             "verdict only where Holm's procedure over every trained claim keeps its test (`mone.chapters.significance`). "
+             "verdict only where Holm's procedure over every trained claim keeps its test (`mone.evidence.significance`). "
              f"{P_VALUE_SENTENCE}\n")
   for chapter, cs in chapters.items():
     out.append(f"\n**[{_title(chapter)}]({doc_prefix}{chapter}.ipynb)**: {verdicts.chapter_counts(cs)}\n")

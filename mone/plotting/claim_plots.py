@@ -10,8 +10,9 @@ pages, has none.
 """
 import math
 
-from mone.chapters import claims as claims_lib
-from mone.chapters import plots, stats
+from mone.evidence import claims as claims_lib
+from mone.evidence import stats
+from mone.plotting import plots
 
 # The verdicts' colours in a chapter's claims figure.
 VERDICT_COLORS = {"reproduced": "tab:green", "not reproduced": "tab:red", "inconclusive": "tab:gray",

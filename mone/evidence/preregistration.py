@@ -10,7 +10,7 @@ beside the changed one. A claim whose definition moves after its data are seen i
 for a reproduction to fool itself; this makes such a move loud.
 
 `DEFINITIONS` is declared by each chapter beside the code that decides its claims
-(`mone.chapters.declarations`): it cannot see a change of what a chapter computes unless the two change
+(`mone.evidence.declarations`): it cannot see a change of what a chapter computes unless the two change
 together, which review can check in one place.
 """
 import hashlib
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mone.chapters import claims as claims_lib
-from mone.chapters import declarations, significance
+from mone.evidence import claims as claims_lib
+from mone.evidence import declarations, significance
 
 # What a seed contributes to each trained claim (metric) and what it compares (arms: the plan's run
 # labels without ", seed N"; "expected at random" is an arm computed from the first one), declared by each
-# chapter beside the code that decides the claim (`mone.chapters.declarations`).
+# chapter beside the code that decides the claim (`mone.evidence.declarations`).
 def __getattr__(name):
   """`DEFINITIONS`: {claim id: {"metric", "arms"}}, generated from the chapters' declarations."""
   if name == "DEFINITIONS":
@@ -43,7 +43,7 @@ def definition(c: dict) -> dict:
   tolerance and test its claims.json records."""
   table = declarations.definitions()
   if c["id"] not in table:
-    raise KeyError(f"claim {c['id']!r} declares no frozen definition (metric, arms; mone.chapters.declarations)")
+    raise KeyError(f"claim {c['id']!r} declares no frozen definition (metric, arms; mone.evidence.declarations)")
   return {**table[c["id"]], "relation": c["relation"], "tolerance": float(c["tolerance"]), "test": c["test"]}
 
 
@@ -106,7 +106,7 @@ def check(plan: dict, plan_name: str, chapters: dict[str, list[dict]]) -> list[s
       d = definition(now[cid][1])
       changed = sorted(k for k in d if d[k] != frozen_claim["definition"].get(k))
       problems.append(f"{cid}: its definition changed since {plan_name} ({', '.join(changed)}); restore it, or record "
-                      "the change in mone.chapters.preregistration.DEVIATIONS with what changed and why")
+                      "the change in mone.evidence.preregistration.DEVIATIONS with what changed and why")
   return problems
 
 

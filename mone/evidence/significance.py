@@ -19,8 +19,8 @@ import math
 import numpy as np
 import scipy.stats
 
-from mone.chapters import claims as claims_lib
-from mone.chapters import stats
+from mone.evidence import claims as claims_lib
+from mone.evidence import stats
 
 POWER = 0.8        # the power `seeds_to_decide` asks for
 MAX_SEEDS = 100    # past this many seeds, `seeds_to_decide` is None

@@ -1,7 +1,7 @@
 """The statistics behind every trained verdict: t-based confidence intervals (paired, or Welch's
 for independent arms), the verdict an interval gives against a tolerance region, the p-value of
 the test it performs, and Holm's family-wise procedure. Plain numbers in, plain numbers out: claim
-records are `mone.chapters.claims`, the book's p-values and power `mone.chapters.significance`.
+records are `mone.evidence.claims`, the book's p-values and power `mone.evidence.significance`.
 
 An interval of MoNE minus the baseline is judged by one of three relations (`RELATIONS`, `decide`):
 "matches" is reproduced when the CI lies inside [-tolerance, +tolerance], "no_worse" when it lies

@@ -24,9 +24,10 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.chapters import (calibration, chapter, claim_plots, claims, devices, headlines, pages, plan_readout,
-                           preregistration, recalibration_page, seed_plans, significance, speed_investigations,
-                           training_speed, verdicts)
+from mone.evidence import claims, preregistration, seed_plans, significance, verdicts
+from mone.plotting import claim_plots
+from mone.chapters import calibration, chapter, devices, headlines, speed_investigations, training_speed
+from mone.publish import pages, plan_readout, recalibration_page
 from mone.runs import plan, recalibration
 from mone.models import kinds
 

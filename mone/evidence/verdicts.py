@@ -1,7 +1,7 @@
 """Claims as a reader sees them: a chapter's table of verdicts, the tallies, and a notebook's
 closing summary.
 
-Each trained claim's row shows its verdict, the family-wise verdict (`mone.chapters.significance`),
+Each trained claim's row shows its verdict, the family-wise verdict (`mone.evidence.significance`),
 the paper's number and ours: the difference with its 95% CI, the seeds and the p-value, or why the
 claim is undecided. A chapter calls `show` at its end: it prints `summary` and records the table,
 hidden, for the chapter's opening cell to paste, so the verdicts open the page although they are
@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 from mone import results
-from mone.chapters import claims as claims_lib
-from mone.chapters import significance, stats
+from mone.evidence import claims as claims_lib
+from mone.evidence import significance, stats
 
 VERDICT_LABEL = {"reproduced": "**reproduced**", "not reproduced": "**not reproduced**",
                  "inconclusive": "inconclusive", "not testable": "not testable",
@@ -113,7 +113,7 @@ def robust_text(c: dict) -> str:
 
 def measured_cell(c) -> str:
   """The measured cell: value, CI and seeds (with the p-value and the seeds that would decide it,
-  `mone.chapters.significance`), or why the claim is undecided. A claim with a run that never left
+  `mone.evidence.significance`), or why the claim is undecided. A claim with a run that never left
   chance (`never_left_chance`) shows no number computed from it as a measurement: only the frozen
   p-value, which Holm's family keeps, and the exploratory summaries over the other seeds."""
   if seeds := c.get("never_left_chance"):
@@ -150,7 +150,7 @@ def measured_cell(c) -> str:
 
 def markdown_table(claims: list[dict], link: str | None = None) -> str:
   """A Markdown (MyST) table of claims, the verdict first: verdict, family-wise verdict (Holm over
-  every trained claim, `mone.chapters.significance`), claim (with its id), the paper's number,
+  every trained claim, `mone.evidence.significance`), claim (with its id), the paper's number,
   ours (with the 95% CI of the difference, the seeds and the p-value). link: the chapter's document path, for the landing page (each
   id then links to its chapter with a {doc} role). This repository's own speed targets (kind
   'target') are no claims of the paper: they follow in a table of their own (`target_table`)."""

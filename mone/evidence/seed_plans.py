@@ -1,14 +1,14 @@
 """The pre-registered seed plans, written before any of their runs trained and committed beside
 the results: the five-seed plan (`seed_plan`, results/seed_plan.json) with its device amendment
 (`amendment`), and the ten-seed plan (`ten_seed_plan`, results/seed_plan_10.json) that freezes
-every planned claim's definition (`mone.chapters.preregistration`).
+every planned claim's definition (`mone.evidence.preregistration`).
 
 The runs each plan adds and the rule by which the chapters read them are `mone.runs.plan`'s;
 `python -m mone.chapters seed-plan` writes a plan.
 """
 from pathlib import Path
 
-from mone.chapters import preregistration
+from mone.evidence import preregistration
 from mone.runs import experiments, plan
 
 
@@ -63,7 +63,7 @@ def ten_seed_plan(chapters: dict[str, list[dict]]) -> dict:
                "(mone.runs.plan.seeds); until then they read seeds 0-4. No run is added or dropped, and training "
                f"does not stop on a result. Every claim below is then decided at {n} paired seeds with the definition "
                "frozen here; make figures fails on a definition that no longer hashes to it unless the change is "
-               "recorded as a deviation (mone.chapters.preregistration), and the book then shows this definition's "
+               "recorded as a deviation (mone.evidence.preregistration), and the book then shows this definition's "
                "result beside the changed one."),
       "power_note": (f"expected_at_{n}_seeds is an estimate, not a promise: the share of simulated sets of {n} paired "
                      "seeds whose 95% t-interval decides the claim each way, if the mean and spread it shows at five seeds "
