@@ -68,8 +68,9 @@ def test_an_arm_config_is_the_profiles_config_with_the_arms_overrides():
 
 def test_a_new_baseline_kind_is_one_registry_entry_and_one_colour(monkeypatch):
   """A dense baseline of its own (here the ViT's module under another name) reaches a config, an arm, the
-  training step and the figures' colours through `kinds.KINDS` and `plots.MODEL_COLORS` alone; its run
-  joins the plan by one arm in `mone.configs.figures`, and a claim about it by one `Claim` in its chapter."""
+  training step and the figures' colours through `kinds.KINDS` and `plots.MODEL_COLORS` alone; its runs
+  join the plan by one arm in the reads of the chapter that shows it (`mone.configs.reads`), and a claim
+  about it by one `Claim` in that chapter."""
   class Wide(kinds.Kind):  # what differs from the dense model would be overridden here
     pass
 
@@ -88,3 +89,6 @@ def test_a_new_baseline_kind_is_one_registry_entry_and_one_colour(monkeypatch):
   assert steps.forward_gflops(cfg) == steps.forward_gflops(Arm("image", "vit").config("smoke", seed=1))
   with pytest.raises(ValueError, match="kind must be one of .* got 'wider'"):
     Arm("image", "wider")
+  figure3 = reads.CHAPTERS["figure3"]
+  monkeypatch.setitem(reads.CHAPTERS, "figure3", lambda p: reads.Reads(figure3(p).every_seed + (arm,), figure3(p).one_seed))
+  assert [l for l, _ in figures.image_runs("smoke", seeds=(0, 1)) if "Wide" in l] == ["WideViT, seed 0", "WideViT, seed 1"]
