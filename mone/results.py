@@ -135,6 +135,11 @@ def run_id(config) -> str:
   return f"{config.name}-{config.kind}-{config_hash(config)}"
 
 
+def run_files(folder, name: str, kind: str) -> list:
+  """The run files under `folder` of every config of recipe `name` and `kind` (`run_id`), sorted."""
+  return sorted(Path(folder).glob(f"{name}-{kind}-*.json"))
+
+
 def provenance() -> dict:
   """Package versions and the device, recorded in every results file."""
   import jax

@@ -128,7 +128,7 @@ def calibration_command(args) -> None:
   ViT), `calibration.discrimination_table` where MatViT runs of the same setups are committed, and,
   with --figure, their learning curves in results/calibration/<name>-<kind>.png/.svg."""
   runs_dir = results.results_root() / "runs"
-  paths = sorted(runs_dir.glob(f"{args.name}-{args.kind}-*.json"))
+  paths = results.run_files(runs_dir, args.name, args.kind)
   runs = [m for m in (json.loads(p.read_text()) for p in paths)
           if m.get("curve") and m["curve"][-1].get("val_accuracy") is not None]
   if not runs:
@@ -136,7 +136,8 @@ def calibration_command(args) -> None:
   runs = sorted(runs, key=lambda m: (m["train_steps"], m["config"]["num_train"], m["config"]["weight_decay"],
                                      m["config"].get("video_noise", 0.0)))
   print(calibration.table(runs))
-  matvit = [json.loads(p.read_text()) for p in sorted(runs_dir.glob(f"{args.name}-matvit-*.json"))]
+  matvit_kind = next(k.name for k in kinds.KINDS.values() if isinstance(k, kinds.MatViT))
+  matvit = [json.loads(p.read_text()) for p in results.run_files(runs_dir, args.name, matvit_kind)]
   if kinds.is_dense(kinds.of_run({"kind": args.kind})) and calibration.is_video(runs[0]["config"]) and calibration.pairs(runs + matvit):
     print(calibration.discrimination_table(runs + matvit, calibration.validation_records()))  # the temporal task's question
   if args.figure:

@@ -35,6 +35,11 @@ def test_a_run_is_named_alike_by_its_run_file_weights_and_work_folder():
   committed = sorted((results.RESULTS / "runs").glob("*.json"))[:20]
   assert committed and all(p.stem == "-".join([(m := results.read_json(p))["name"], m["kind"], m["config_hash"]])
                            for p in committed)
+  # and its readers find a recipe's runs of a kind by the same name: digits64's MoD runs, not its MoNE's
+  mod = results.run_files(results.RESULTS / "runs", "digits64", "mod")
+  assert mod and {results.read_json(p)["kind"] for p in mod} == {"mod"}
+  assert len(mod) == sum(1 for p in (results.RESULTS / "runs").glob("*.json")
+                         if (m := results.read_json(p))["name"] == "digits64" and m["kind"] == "mod")
 
 
 def test_the_chapters_read_the_extra_seeds_only_once_every_planned_run_has_landed(tmp_path, monkeypatch):
