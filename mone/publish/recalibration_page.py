@@ -10,6 +10,8 @@ as runs land.
 import os
 from pathlib import Path
 
+import numpy as np
+
 from mone import results
 from mone.plotting import plots
 from mone.runs import recalibration as rc
@@ -108,6 +110,19 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
   return out
 
 
+def rule_a_noise(task: str, by_arm: dict) -> str:
+  """One paragraph: how far a fitted gain errs on these runs (`rc.gain_noise`, the median over the
+  candidate's runs at the calibration seeds) and so how often rule (a) passes runs that no longer gain."""
+  noise = float(np.median([rc.check_run(m)["gain_noise"] for runs in by_arm.values()
+                           for key, m in runs.items() if not isinstance(key, str)]))
+  runs = len(rc.SEEDS) * (len(rc.STAGE_A[task]) + len(rc.STAGE_B[task]))
+  one, every = rc.pass_chance(noise, runs)
+  return (f"Rule (a)'s own noise on these runs: a fitted gain errs by at least {100 * noise:.2f} points (the median "
+          "over the runs, from the evaluations' scatter about the fitted line). Runs that have stopped gaining would "
+          f"each pass rule (a) with a probability of at most about {100 * one:.0f}%, and all {runs} runs of both stages "
+          f"with at most about {100 * every:.0f}%: a failure of rule (a) by a few tenths of a point is within this noise.")
+
+
 def standing(task: str, root) -> str:
   """One sentence: the task's chosen recipe, or the candidates that failed and what trains next."""
   outcomes, todo, chosen = rc.progress(task, root)
@@ -152,5 +167,5 @@ def page(root=None, out=None) -> str:
         text += [f"![Validation curves of {candidate}]({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", ""]
       text += ["| arm | seed | best validation accuracy in the first 10% (%) | left chance | fitted gain over the "
                "last quarter (points) | plateau | final validation accuracy (%) | the arm |",
-               "|---|---|---|---|---|---|---|---|", *arm_rows(task, candidate, by_arm), ""]
+               "|---|---|---|---|---|---|---|---|", *arm_rows(task, candidate, by_arm), "", rule_a_noise(task, by_arm), ""]
   return "\n".join(text)

@@ -29,6 +29,7 @@ chosen, so that the choice cannot follow the results it is meant to produce:
 where each run stands.
 """
 import dataclasses
+import math
 import os
 from pathlib import Path
 
@@ -169,6 +170,25 @@ def fitted_gain(curve: list[dict], steps: int) -> float:
   return float(np.polyfit(x, y, 1)[0] * steps / 4)
 
 
+def gain_noise(curve: list[dict], steps: int) -> float:
+  """The standard error of `fitted_gain` that the evaluations' scatter about the fitted line implies
+  (their residual standard deviation, propagated through the least-squares slope). Neighbouring
+  evaluations are not independent, so the true error is larger: this is a lower bound."""
+  tail = [p for p in curve if p["step"] >= 0.75 * steps and p.get("val_accuracy") is not None]
+  x = np.array([p["step"] for p in tail], float)
+  y = np.array([p["val_accuracy"] for p in tail], float)
+  resid = y - np.polyval(np.polyfit(x, y, 1), x)
+  return float(resid.std(ddof=2) * steps / 4 / np.sqrt(((x - x.mean()) ** 2).sum()))
+
+
+def pass_chance(noise: float, runs: int) -> tuple[float, float]:
+  """(one run, all `runs` runs): the chance that runs whose accuracy has stopped rising (a true gain of
+  0) each fit a gain below PLATEAU_GAIN, if each fitted gain errs normally by `noise`: how often rule
+  (a) would pass a recipe that meets it."""
+  one = 0.5 * (1 + math.erf(PLATEAU_GAIN / noise / math.sqrt(2))) if noise > 0 else 1.0  # no noise: always
+  return one, one ** runs
+
+
 def check_run(m: dict) -> dict:
   """Rules (a) and (b)'s first part for one finished run file (validation only)."""
   steps, curve = m["train_steps"], m["curve"]
@@ -177,7 +197,8 @@ def check_run(m: dict) -> dict:
   if not early:
     raise ValueError(f"the curve has no validation point in the first {100 * EARLY:g}% of {steps} steps")
   gain = fitted_gain(curve, steps)
-  return {"final_val": curve[-1]["val_accuracy"], "fitted_gain": gain, "plateau": gain < PLATEAU_GAIN,
+  return {"final_val": curve[-1]["val_accuracy"], "fitted_gain": gain, "gain_noise": gain_noise(curve, steps),
+          "plateau": gain < PLATEAU_GAIN,
           "early_val": max(early), "left_chance": max(early) > 1 / classes + LEFT_CHANCE}
 
 

@@ -71,6 +71,22 @@ def test_the_fitted_gain_reads_a_line_through_noise():
     rc.fitted_gain(_run_file(0.9, every=1000)["curve"], 6000)
 
 
+def test_the_fitted_gains_noise_is_the_scatter_about_its_line():
+  steps = 8000
+  line = [{"step": s, "val_accuracy": 0.8 + 1e-6 * s} for s in range(1000, steps + 1, 1000)]
+  assert rc.gain_noise(line, steps) == pytest.approx(0.0, abs=1e-12)
+  # three evaluations in the last quarter (6000, 7000, 8000), the middle one off its line by e: the
+  # residuals are (e/3, -2e/3, e/3), their SD (1 degree of freedom) e sqrt(2/3); the slope's error
+  # that over sqrt(2 * 1000^2), times a quarter of the steps
+  e = 0.01
+  bumped = [dict(p, val_accuracy=p["val_accuracy"] + (e if p["step"] == 7000 else 0.0)) for p in line]
+  assert rc.gain_noise(bumped, steps) == pytest.approx(e * (2 / 3) ** 0.5 / (2 ** 0.5 * 1000) * 2000)
+  # a gain that errs by a normal noise of PLATEAU_GAIN / 1.6449 stays below PLATEAU_GAIN 95% of the time
+  one, every = rc.pass_chance(rc.PLATEAU_GAIN / 1.6448536, 2)
+  assert (one, every) == (pytest.approx(0.95), pytest.approx(0.95 ** 2))
+  assert rc.pass_chance(0.0, 5) == (1.0, 1.0)
+
+
 def test_a_run_passes_on_a_plateau_that_left_chance_early():
   ok = rc.check_run(_run_file(0.9, early=0.5, slope=0.002))
   assert ok["plateau"] and ok["left_chance"]
@@ -202,6 +218,7 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   assert "| temporal:matvit | 100 | 13.0 | **no** | +0.00 | yes | 90.0 | **fails** on a run alone (2 of 4 runs trained) |" in page
   assert "| temporal:matvit | 101 | 50.0 | yes | +1.00 | **no** | 90.0 |  |" in page
   assert "12.3" not in page and "test accuracy" in page  # said never shown, and not shown
+  assert "Rule (a)'s own noise on these runs: a fitted gain errs by at least 0.00 points" in page  # exact lines
   assert f"**{rc.CANDIDATES['temporal'][1][0]}** (" in page and "no run yet" in page
   png = tmp_path / recalibration_page.FIGURES / f"{first}.png"
   assert png.exists() and f"](../{recalibration_page.FIGURES}/{first}.png)" in page
