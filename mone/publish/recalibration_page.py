@@ -160,7 +160,7 @@ def page(root=None, out=None) -> str:
         text += [f"**{candidate}** ({setting}): no run yet.", ""]
         continue
       n = sum(len(v) for v in by_arm.values())
-      text += [f"### {candidate}", "", f"{setting}; {n} runs trained.", ""]
+      text += [f"### {candidate}", "", f"{setting}; {n} run{'s' if n != 1 else ''} trained.", ""]
       if out is not None:
         png = results.RESULTS / FIGURES / f"{candidate}.png"
         plots.save_png(figure(task, candidate, by_arm), png, dpi=100)
