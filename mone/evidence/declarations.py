@@ -37,7 +37,7 @@ ACCURACY = "top-1 test accuracy (%)"
 # the step alone) and the same initial weights for every parameter both have (Flax draws a parameter from
 # the seed and its path), or where both quantities are measured on the same trained model. A paired
 # interval is valid whatever the arms' correlation and gains where they correlate; Welch's assumes
-# independent arms. tests/chapters/test_claims.py and test_significance.py check the premises. A pair
+# independent arms. tests/evidence/test_claims.py and test_significance.py check the premises. A pair
 # trained on two devices keeps them, but a run retrained on another device differs about as much as
 # another seed (`mone.chapters.devices`), so pairing gains little there (the interval stays valid);
 # `plan.reading` reads a run's CPU twin where the single-device reading is in force.
