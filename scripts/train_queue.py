@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import subprocess
+import threading
 import time
 
 from mone import results
@@ -184,6 +185,31 @@ def start_worker(command: list[str], core: int | None, **popen) -> subprocess.Po
 # process holds what its own run needs: a temporal ViViT run about 7 GB.
 ONE_RUN_DONE = 3  # a worker's exit status after the one run it was started for: more may be left
 CRASHES_IN_A_ROW = 3  # a worker that stops this often in a row without finishing a run is not restarted
+
+
+DECIDED_POLL_S = 60  # how often a calibration worker checks that its run is still wanted
+
+
+def drop_when_decided(cfg, isa_twins: bool, poll_s: float = DECIDED_POLL_S) -> threading.Event:
+  """Calibration: checks every poll_s seconds, until the returned event is set (the run has finished),
+  that cfg's run is still pending. Once another run has decided its stage without it (a run failing a
+  rule that reads that run alone: `recalibration.failed_already`), no rule will read it: the worker
+  ends as after a finished run (ONE_RUN_DONE), and its slot takes the next pending run instead of
+  training this one for hours. The run's checkpoints stay in its work folder."""
+  name, done = experiments.run_path(cfg).name, threading.Event()
+
+  def wanted():
+    return any(r.twin == isa_twins and r.run_path(results.RESULTS).name == name for r in recalibration.pending())
+
+  def watch():
+    while not done.wait(poll_s):
+      if not wanted():
+        logging.info("dropping %s: its stage was decided without it; %s", name, recalibration.status().replace("\n", "; "))
+        logging.shutdown()
+        os._exit(ONE_RUN_DONE)  # from this thread: the training step holds the main one
+        return
+  threading.Thread(target=watch, daemon=True).start()
+  return done
 
 
 def supervise(name: str, command: list[str], core: int | None, max_runs: int) -> int:
@@ -377,7 +403,9 @@ def main():
       show_curve(cfg)
       if parked(cfg).exists() and (step := handover.unpack(parked(cfg), experiments.workdir(cfg))) is not None:
         logging.info("resuming from the state an earlier machine parked at step %d (%s)", step, parked(cfg).name)
+      finished = drop_when_decided(cfg, args.isa_twins) if args.calibration else threading.Event()
       m = experiments.run(cfg, progress=False)
+      finished.set()
       trained += 1
       save_weights(cfg)
       parked(cfg).unlink(missing_ok=True)  # the run file replaces it: commit both

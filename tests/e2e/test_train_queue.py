@@ -5,6 +5,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -482,3 +483,29 @@ def test_a_calibration_worker_logs_no_test_accuracy(tmp_path, monkeypatch, caplo
   finished = [r.getMessage() for r in caplog.records if r.getMessage().startswith("finished ")]
   assert finished == [f"finished {run.label}: after 12000 steps, {finished[0].rsplit(', ', 1)[1]}"]
   assert "87.3" not in caplog.text
+
+
+def test_a_calibration_worker_drops_its_run_once_its_stage_is_decided_without_it(monkeypatch):
+  run = recalibration.pending()[0]
+  pending = [run]
+  monkeypatch.setattr(train_queue.recalibration, "pending", lambda: list(pending))
+  exits, ended = [], threading.Event()
+  monkeypatch.setattr(train_queue.os, "_exit", lambda status: (exits.append(status), ended.set()))
+  monkeypatch.setattr(train_queue.logging, "shutdown", lambda: None)
+  finished = train_queue.drop_when_decided(run.config(), isa_twins=False, poll_s=0.01)
+  assert not ended.wait(0.2) and exits == []  # still pending: it trains on
+  pending.clear()  # another run failed a rule of its own: this one is no longer wanted
+  assert ended.wait(5) and exits == [train_queue.ONE_RUN_DONE]
+  finished.set()
+  # A run that finishes stops its watch: nothing ends the worker afterwards.
+  exits.clear()
+  ended.clear()
+  pending.append(run)
+  finished = train_queue.drop_when_decided(run.config(), isa_twins=False, poll_s=0.01)
+  finished.set()
+  pending.clear()
+  assert not ended.wait(0.2) and exits == []
+  # The twin of a pending run is another run: a twin worker drops it.
+  pending.append(run)
+  train_queue.drop_when_decided(run.config(), isa_twins=True, poll_s=0.01)
+  assert ended.wait(5) and exits == [train_queue.ONE_RUN_DONE]
