@@ -66,6 +66,7 @@ TRAINING_ORDER = (
 
 
 def _ordered(arms: list[Arm]) -> list[Arm]:
+  """arms in `TRAINING_ORDER`, those it does not list after them in the order given (book order)."""
   rank = {a: i for i, a in enumerate(TRAINING_ORDER)}
   return sorted(arms, key=lambda a: rank.get(a, len(rank)))  # stable: the rest stay in book order
 
@@ -104,10 +105,10 @@ def video_arms(profile: str = "small") -> tuple[list[Arm], list[Arm], list[Arm]]
 def video_runs(profile: str = "small", seeds=SEEDS, data_dir: str = "") -> list[Run]:
   """(label, config) of every video run, in training order: per seed the temporal task's ViViT
   and MoNE (Figures 4, 5b and 7b) and Table 1's other allocations, then per seed the long runs
-  (MatViViT, the appearance task), then the adaptive model. The short runs go first because
-  they decide the temporal and Table 1 claims for all seeds in about 40 minutes each on one
-  core, while a MatViViT or appearance run takes 2-4 hours. The plan's own with the defaults;
-  with another profile, the same runs at `seeds`."""
+  (MatViViT, the appearance task), then the studies at the config's seed (the adaptive model). The
+  short runs go first because they decide the temporal and Table 1 claims for all seeds in about 40
+  minutes each on one core, while a MatViViT or appearance run takes 2-4 hours. The plan's own with
+  the defaults; with another profile, what its chapters read under its grids, at `seeds`."""
   short, long, studies = video_arms(profile)
   runs = [Run(a, a.config(profile, s, data_dir)) for group in (short, long) for s in seeds for a in group]
   return runs + [Run(a, a.config(profile, None, data_dir)) for a in studies]
