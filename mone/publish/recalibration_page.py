@@ -96,7 +96,9 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
     if verdict is not None:
       arm_cell = ("**passes**" if verdict["passes"] else "**fails**") + (
           f" (median {_pct(verdict['median_val'])}%, seed range {_pct(verdict['seed_range'])} points"
-          + (f", twin {_pct(verdict['twin_diff'])} points from its seed" if "twin_diff" in verdict else "") + ")")
+          + (f", twin {_pct(verdict['twin_diff'])} points from its seed" if "twin_diff" in verdict else "")
+          + ("; the twin's curve equals its seed's at every evaluation: it tested no last-bit noise on this host"
+             if verdict.get("twin_identical") else "") + ")")
     else:
       trained = f"{len(runs)} of {len(rc.SEEDS) + stage_a} runs trained"
       alone = any(not (r["plateau"] and r["left_chance"]) for r in map(rc.check_run, seeds.values()))

@@ -105,6 +105,8 @@ def test_an_arm_fails_on_an_outlier_seed_or_a_twin_outside_the_seed_range():
   stalled = rc.check_arm(seeds | {102: _run_file(0.5)})
   assert not stalled["no_outlier"] and not stalled["passes"]
   assert "twin_within" not in stalled  # stage B has no twin
+  # a twin whose curve equals its seed run's is marked: it tested no last-bit noise
+  assert rc.check_arm(seeds, twin=seeds[100])["twin_identical"] and not arm["twin_identical"]
 
 
 def test_candidates_are_chosen_in_order_by_both_stages():
