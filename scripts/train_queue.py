@@ -212,19 +212,27 @@ def drop_when_decided(cfg, isa_twins: bool, poll_s: float = DECIDED_POLL_S) -> t
   return done
 
 
-def supervise(name: str, command: list[str], core: int | None, max_runs: int) -> int:
+def supervise(name: str, command: list[str], core: int | None, max_runs: int, fallback: list[str] | None = None) -> int:
   """Keeps one worker slot training: starts `command` with --max-runs 1 (`start_worker`), then again
   after each run it finishes (exit status ONE_RUN_DONE), until it finds no run left to take (status 0)
-  or the slot has trained `max_runs` runs (0: no limit). A worker that dies (the OOM killer, a crash)
-  is started again, its run resuming from its last checkpoint, up to CRASHES_IN_A_ROW times in a row.
-  Returns 0, or 1 where the slot gave up on a failing worker."""
-  trained = crashes = 0
+  or the slot has trained `max_runs` runs (0: no limit). With a fallback (the calibration's ISA twins),
+  a slot whose command finds nothing left starts the fallback instead, and the command again after each
+  run the fallback finishes (a twin can complete a stage whose next runs are the command's); it stops
+  when both find nothing. A worker that dies (the OOM killer, a crash) is started again, its run
+  resuming from its last checkpoint, up to CRASHES_IN_A_ROW times in a row. Returns 0, or 1 where the
+  slot gave up on a failing worker."""
+  commands = [command] + ([fallback] if fallback else [])
+  trained = crashes = idle = which = 0  # idle: commands in a row that found nothing to take
   while not max_runs or trained < max_runs:
-    status = start_worker(command + ["--max-runs", "1"], core).wait()
+    status = start_worker(commands[which] + ["--max-runs", "1"], core).wait()
     if status == 0:
-      return 0
+      idle += 1
+      if idle == len(commands):
+        return 0
+      which = (which + 1) % len(commands)
+      continue
     if status == ONE_RUN_DONE:
-      trained, crashes = trained + 1, 0
+      trained, crashes, idle, which = trained + 1, 0, 0, 0
       continue
     crashes += 1
     why = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
@@ -342,7 +350,10 @@ def main():
                   "--order", args.order] + (["--twins"] if args.twins else [])
                  + (["--calibration"] if args.calibration else []) + (["--isa-twins"] if args.isa_twins else [])
                  + ([] if args.deadline is None else ["--deadline", repr(args.deadline)]))
-      return supervise(f"worker {k}", command, cores[k] if args.pin_cores else None, args.max_runs)
+      # A calibration queue's slots train the AVX2 twins where no other run is left to take: each worker
+      # process sets the twins' XLA flags and folders itself before JAX starts (`recalibration.queue`).
+      twins = command + ["--isa-twins"] if args.calibration and not args.isa_twins else None
+      return supervise(f"worker {k}", command, cores[k] if args.pin_cores else None, args.max_runs, twins)
     with ThreadPoolExecutor(args.workers) as pool:
       sys.exit(max(pool.map(slot, range(args.workers))))
   if args.list:

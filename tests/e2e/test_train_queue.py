@@ -233,6 +233,29 @@ def test_a_worker_slot_starts_a_process_per_run_and_again_after_a_crash(statuses
     assert crashes[-1].endswith("; not starting it again after 3 failures in a row")
 
 
+def test_a_calibration_slot_trains_the_twins_where_no_other_run_is_left(monkeypatch):
+  # host: 1 run then none; twins: 1 run (which may open the host's next stage), then none on both
+  fake = _Exits([ONE, 0, ONE, 0, 0])
+  monkeypatch.setattr(train_queue, "start_worker", fake)
+  assert train_queue.supervise("worker 0", ["host"], 0, 0, ["twin"]) == 0
+  assert [c[0] for c in fake.commands] == ["host", "host", "twin", "host", "twin"]
+  # the calibration queue gives its slots the twins to fall back on; a twins' queue has none
+  run = recalibration.pending()[0]
+  monkeypatch.setattr(train_queue.recalibration, "queue", lambda isa_twins, freeze: [(run.label, run.config())])
+  for flags, commands in (([], [[], ["--isa-twins"]]), (["--isa-twins"], [["--isa-twins"]])):
+    fake = _Exits([0, 0])
+    monkeypatch.setattr(train_queue, "start_worker", fake)
+    monkeypatch.setattr(sys, "argv", ["train_queue.py", "--calibration", "--workers", "1"] + flags)
+    with pytest.raises(SystemExit) as exit_info:
+      train_queue.main()
+    assert exit_info.value.code == 0
+    assert [c[c.index("--order") + 2:-2] for c in fake.commands] == [["--calibration"] + f for f in commands]
+  # without a fallback a slot stops at the first worker that finds nothing
+  fake = _Exits([ONE, 0])
+  monkeypatch.setattr(train_queue, "start_worker", fake)
+  assert train_queue.supervise("worker 0", ["host"], 0, 0) == 0 and len(fake.commands) == 2
+
+
 def test_a_worker_stops_after_its_one_run_with_the_status_that_starts_the_next(tmp_path, monkeypatch):
   """A worker the queue started (--worker) trains one run and says more may be left (ONE_RUN_DONE);
   one that finds none left ends with 0 (`supervise` then stops its slot)."""
