@@ -7,7 +7,8 @@ run file as it finishes, with the weights it saves under results/weights/.
   .venv/bin/python scripts/train_queue.py --max-runs 1  # the next run only
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores [--twins]  # a worker a core; --twins: CPU twins (plan.TWINS)
   .venv/bin/python scripts/train_queue.py --workers 2 --pin-cores --order longest --finish-within 2.3  # what fits in 2.3 h
-  .venv/bin/python scripts/train_queue.py --calibration [--isa-twins] --workers 2 --pin-cores  # the next profile's calibration [its AVX2 twins]
+  .venv/bin/python scripts/train_queue.py --calibration --workers 2 --pin-cores  # the next profile's calibration, its AVX2 twins
+                                                                 # where no other run is left ([--isa-twins]: the twins alone)
   .venv/bin/python scripts/train_queue.py --calibration [--isa-twins] --park  # queue stopped: states to commit for the next machine
   MONE_RESULTS_DIR=/tmp/gpu-results XLA_PYTHON_CLIENT_PREALLOCATE=false \\
       XLA_FLAGS=--xla_gpu_deterministic_ops=true python3 scripts/train_queue.py --only digits64- --workers 8
