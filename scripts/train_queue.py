@@ -35,23 +35,8 @@ import time
 
 from mone import results
 from mone.runs import experiments, plan, recalibration, run_times
+from mone.runs.run_times import MARGIN, finishes_in_time, last_step, longest_first, seconds_left
 from mone.train import handover, loop, steps
-
-
-def last_step(cfg) -> int | None:
-  """The last step cfg's workdir logged (metrics.jsonl), or None where it has none."""
-  lines = experiments.workdir(cfg) / "metrics.jsonl"
-  return max((json.loads(l).get("step", 0) for l in lines.read_text().splitlines() if l.strip()), default=0) \
-      if lines.exists() else None
-
-
-def seconds_left(cfg, estimate: float | None, step: int | None) -> float | None:
-  """The part of a run's `estimate` (its whole training) still to train: the share of its steps
-  after `step`, the last one its workdir logged (`last_step`; None: not started). It resumes from
-  its last checkpoint, at most checkpoint_every steps before that, so this can fall short by that much."""
-  if estimate is None or step is None:
-    return estimate
-  return estimate * max(0.0, 1 - step / steps.num_train_steps(cfg))
 
 
 def claim(cfg):
@@ -84,22 +69,6 @@ def next_run(runs: list, fits=lambda cfg: True):
       continue
     return (label, cfg), lock
   return None
-
-
-# The estimates (`run_times.estimate_seconds`) take the fastest finished run of the config; the
-# slower of two seeds trained alone took up to 1.09x as long (MatViT, seeds 3 and 4). Tests or a book
-# build on the same CPU slow a run by a fifth and more: leave them room in --finish-within.
-MARGIN = 1.1
-
-
-def finishes_in_time(seconds: float | None, now: float, deadline: float | None) -> bool:
-  """Whether a run with `seconds` of training left (None: no estimate) started at `now` finishes by
-  `deadline` (seconds since the epoch; None: no deadline) with MARGIN to spare. A run that cannot
-  finish is not started: a checkpoint outlives its machine only where the cache does, and a worker
-  that stops in time leaves its core to what has to run at the end (the tests, the figures)."""
-  if deadline is None:
-    return True
-  return seconds is not None and now + MARGIN * seconds <= deadline
 
 
 def save_weights(cfg) -> None:
@@ -151,19 +120,6 @@ def park(runs: list) -> None:
         continue
       with lock:
         print(f"{parked(cfg)}: step {handover.pack(experiments.workdir(cfg), parked(cfg))}")
-
-
-def longest_first(runs: list, seconds: list, resumable: list | None = None) -> list:
-  """`runs` in the order of their `seconds` of training left (same order; None: no estimate),
-  longest first, those without an estimate before them and ties in plan order. With several
-  workers the long runs then start first and the short ones fill in around them, instead of one
-  long run starting last while the other workers have nothing left. Runs that resume from a
-  checkpoint (`resumable`, same order) come before all others: the training a stopped queue left
-  in its cache is then finished first, and the least of it is lost where a later machine comes
-  without that cache."""
-  key = [float("inf") if s is None else s for s in seconds]
-  resumable = resumable or [False] * len(runs)
-  return [runs[i] for i in sorted(range(len(runs)), key=lambda i: (not resumable[i], -key[i]))]
 
 
 # On a small CPU one worker per core trains more steps than one on all cores: XLA:CPU splits these
