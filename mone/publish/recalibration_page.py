@@ -155,6 +155,7 @@ def page(root=None, out=None) -> str:
       "Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
   for task in rc.TASKS:
     text += [f"## The {task} task", ""]
+    outcomes = rc.progress(task, root)[0]
     for candidate, overrides in rc.CANDIDATES[task]:
       by_arm = finished(task, candidate, root)
       setting = ", ".join(f"{k} {v}" for k, v in overrides.items())
@@ -162,12 +163,20 @@ def page(root=None, out=None) -> str:
         text += [f"**{candidate}** ({setting}): no run yet.", ""]
         continue
       n = sum(len(v) for v in by_arm.values())
-      text += [f"### {candidate}", "", f"{setting}; {n} run{'s' if n != 1 else ''} trained.", ""]
+      body = [f"{setting}; {n} run{'s' if n != 1 else ''} trained.", ""]
       if out is not None:
         png = results.RESULTS / FIGURES / f"{candidate}.png"
         plots.save_png(figure(task, candidate, by_arm), png, dpi=100)
-        text += [f"![Validation curves of {candidate}]({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", ""]
-      text += ["| arm | seed | best validation accuracy in the first 10% (%) | left chance | fitted gain over the "
+        body += [f"![Validation curves of {candidate}]({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", ""]
+      body += ["| arm | seed | best validation accuracy in the first 10% (%) | left chance | fitted gain over the "
                "last quarter (points) | plateau | final validation accuracy (%) | the arm |",
                "|---|---|---|---|---|---|---|---|", *arm_rows(task, candidate, by_arm), "", rule_a_noise(task, by_arm), ""]
+      # A candidate that failed folds away (one click shows its curves): the page keeps the open one in
+      # view and stays one page as candidates fail.
+      failed = [stage for stage, arms in outcomes.get(candidate, {}).items() if not all(a["passes"] for a in arms.values())]
+      if failed:
+        text += [f"::::{{dropdown}} {candidate}: failed the rules (stage {failed[0]}); its curves and readings", "",
+                 *body, "::::", ""]
+      else:
+        text += [f"### {candidate}", "", *body]
   return "\n".join(text)

@@ -226,3 +226,5 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   assert png.exists() and f"](../{recalibration_page.FIGURES}/{first}.png)" in page
   second = rc.CANDIDATES["temporal"][1][0]
   assert f"- **temporal**: failed the rules: {first} (stage A); {second}, stage A, has 16 runs to train." in page
+  # the failed candidate folds away, its curves and readings one click away
+  assert f"::::{{dropdown}} {first}: failed the rules (stage A); its curves and readings" in page and f"### {first}" not in page
