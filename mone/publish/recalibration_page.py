@@ -88,6 +88,7 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
   fails there (`rc.failed_already`)."""
   out = []
   for arm, runs in by_arm.items():
+    readings = {k: rc.check_run(m) for k, m in runs.items()}
     seeds = {k: m for k, m in runs.items() if not isinstance(k, str)}
     twin = next((m for k, m in runs.items() if isinstance(k, str)), None)
     stage_a = arm in rc.STAGE_A[task]
@@ -101,10 +102,9 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
              if verdict.get("twin_identical") else "") + ")")
     else:
       trained = f"{len(runs)} of {len(rc.SEEDS) + stage_a} runs trained"
-      alone = any(not (r["plateau"] and r["left_chance"]) for r in map(rc.check_run, seeds.values()))
+      alone = not all(rc.passes_alone(readings[k]) for k in seeds)
       arm_cell = f"**fails** on a run alone ({trained})" if alone else trained
-    for i, (key, m) in enumerate(sorted(runs.items(), key=lambda kv: str(kv[0]))):
-      r = rc.check_run(m)
+    for i, (key, r) in enumerate(sorted(readings.items(), key=lambda kv: str(kv[0]))):
       out.append(f"| {arm} | {key} | {_pct(r['early_val'])} | {'yes' if r['left_chance'] else '**no**'} | "
                  # rounded, then + 0.0: a gain of -0.000 prints as +0.00, not as a loss
                  f"{round(100 * r['fitted_gain'], 2) + 0.0:+.2f} | {'yes' if r['plateau'] else '**no**'} | {_pct(r['final_val'])} | "

@@ -158,15 +158,19 @@ def write(root=None) -> bool:
 # ------------------------------------------------------------------------------- the rules ---
 
 
-def fitted_gain(curve: list[dict], steps: int) -> float:
-  """Least-squares slope of validation accuracy over the evaluations at or after 3/4 of `steps`,
-  times steps / 4: what the run gained over its last quarter, with one evaluation's noise averaged."""
+def _last_quarter(curve: list[dict], steps: int) -> tuple[np.ndarray, np.ndarray]:
+  """(steps, validation accuracies) of the evaluations at or after 3/4 of `steps`: what rule (a) fits."""
   tail = [p for p in curve if p["step"] >= 0.75 * steps and p.get("val_accuracy") is not None]
   if len(tail) < 3:
     raise ValueError(f"the curve has {len(tail)} validation points in its last quarter of {steps} steps; "
                      "a fitted gain needs at least 3 (set eval_every to at most steps / 8)")
-  x = np.array([p["step"] for p in tail], float)
-  y = np.array([p["val_accuracy"] for p in tail], float)
+  return np.array([p["step"] for p in tail], float), np.array([p["val_accuracy"] for p in tail], float)
+
+
+def fitted_gain(curve: list[dict], steps: int) -> float:
+  """Least-squares slope of validation accuracy over the evaluations at or after 3/4 of `steps`,
+  times steps / 4: what the run gained over its last quarter, with one evaluation's noise averaged."""
+  x, y = _last_quarter(curve, steps)
   return float(np.polyfit(x, y, 1)[0] * steps / 4)
 
 
@@ -174,9 +178,7 @@ def gain_noise(curve: list[dict], steps: int) -> float:
   """The standard error of `fitted_gain` that the evaluations' scatter about the fitted line implies
   (their residual standard deviation, propagated through the least-squares slope). Neighbouring
   evaluations are not independent, so the true error is larger: this is a lower bound."""
-  tail = [p for p in curve if p["step"] >= 0.75 * steps and p.get("val_accuracy") is not None]
-  x = np.array([p["step"] for p in tail], float)
-  y = np.array([p["val_accuracy"] for p in tail], float)
+  x, y = _last_quarter(curve, steps)
   resid = y - np.polyval(np.polyfit(x, y, 1), x)
   return float(resid.std(ddof=2) * steps / 4 / np.sqrt(((x - x.mean()) ** 2).sum()))
 
@@ -202,6 +204,12 @@ def check_run(m: dict) -> dict:
           "early_val": max(early), "left_chance": max(early) > 1 / classes + LEFT_CHANCE}
 
 
+def passes_alone(reading: dict) -> bool:
+  """Whether one run's readings (`check_run`) pass the rules that read that run alone: (a) and (b)'s
+  first part. A run that fails them fails its arm whatever the other runs give (`failed_already`)."""
+  return reading["plateau"] and reading["left_chance"]
+
+
 def check_arm(seeds: dict, twin: dict | None = None) -> dict:
   """The rules for one arm: seeds maps seed -> run file (all of `SEEDS`), twin is the ISA twin's run
   file (stage A) or None (stage B)."""
@@ -218,7 +226,7 @@ def check_arm(seeds: dict, twin: dict | None = None) -> dict:
     # twin; the page says so.
     out.update(twin_diff=diff, twin_within=diff <= max(spread, TWIN_FLOOR),
                twin_identical=twin["curve"] == seeds[SEEDS[0]]["curve"])
-  out["passes"] = (all(r["plateau"] and r["left_chance"] for r in per_seed.values()) and out["no_outlier"]
+  out["passes"] = (all(map(passes_alone, per_seed.values())) and out["no_outlier"]
                    and out.get("twin_within", True))
   return out
 
@@ -263,7 +271,7 @@ def failed_already(task: str, candidate: str, stage: str, root) -> dict:
   for r in runs(task, candidate, stage):
     m = None if r.twin else _read(r.run_path(root))
     reading = check_run(m) if m is not None else None
-    if reading is not None and not (reading["plateau"] and reading["left_chance"]):
+    if reading is not None and not passes_alone(reading):
       out.setdefault(r.arm, {"passes": False, "failed": {}})["failed"][r.seed] = reading
   return out
 
