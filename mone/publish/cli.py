@@ -152,7 +152,7 @@ def recalibration_command(args) -> None:
   try:
     written = recalibration.write()
   except ValueError as e:
-    sys.exit(f"error: {e}")
+    raise SystemExit(f"error: {e}") from None
   print(("wrote" if written else "unchanged:") + f" {results.RESULTS / recalibration.FILE}")
   print(recalibration.status())
 

@@ -30,13 +30,19 @@ def test_the_committed_file_is_the_frozen_document():
   assert rc.write(results.RESULTS) is False  # unchanged: nothing written
 
 
-def test_a_changed_definition_is_refused_and_leaves_the_file(tmp_path):
+def test_a_changed_definition_is_refused_and_leaves_the_file(tmp_path, monkeypatch):
   assert rc.write(tmp_path) is True
   doc = rc.document()
   doc["seeds"] = [100]
   results.atomic_write_json(tmp_path / rc.FILE, doc)
   with pytest.raises(ValueError, match="is frozen and differs"):
     rc.write(tmp_path)
+  assert results.read_json(tmp_path / rc.FILE)["seeds"] == [100]
+  # The command line stops on it in one line, naming the file (`python -m mone.chapters recalibration`).
+  from mone.publish import cli
+  monkeypatch.setattr(rc.results, "RESULTS", tmp_path)
+  with pytest.raises(SystemExit, match=rf"^error: {tmp_path / rc.FILE} is frozen and differs"):
+    cli.main(["recalibration"])
   assert results.read_json(tmp_path / rc.FILE)["seeds"] == [100]
 
 
