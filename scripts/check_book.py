@@ -35,8 +35,8 @@ import book_pages  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mone.evidence import claims
-from mone.plotting import legibility  # noqa: E402  (the claims' ids; a figure's audit: no matplotlib)
+from mone.evidence import claims  # noqa: E402  (the claims' ids)
+from mone.plotting import legibility  # noqa: E402  (a figure's audit: no matplotlib)
 MIN_FIGURE_SCALE = 0.3  # a figure shown below this fraction of its pixel width is unreadable
 WINDOW = (1400, 900)  # the reader's window, as wide as a laptop's
 MAX_LANDING_HEIGHT = 6000  # px at WINDOW's width: the answer, not every table, on the landing page

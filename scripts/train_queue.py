@@ -36,7 +36,7 @@ import time
 from mone import results
 from mone.runs import experiments, plan, recalibration, run_times
 from mone.runs.run_times import MARGIN, finishes_in_time, last_step, longest_first, seconds_left
-from mone.train import handover, loop, steps
+from mone.train import handover, loop
 
 
 def claim(cfg):
