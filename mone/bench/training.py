@@ -162,7 +162,7 @@ class Timed:
     points = evaluation.eval_points(cfg)
     final_examples = cfg.num_test + cfg.num_val
     final = sum(per_example * steps.forward_gflops(cfg, e, w) / curve_gflops * final_examples for e, w in points)
-    curves = self.total_steps // cfg.eval_every if cfg.eval_every else 0
+    curves = sum(loop.curve_point_due(cfg, done, self.total_steps) for done in range(1, self.total_steps + 1))
     curve = curves * per_example * (min(loop.CURVE_TRAIN_EXAMPLES, cfg.num_train) + cfg.num_val)
     return {
         "render_s": round(self.render_s_per_example * (cfg.num_train + cfg.num_val + cfg.num_test), 1),

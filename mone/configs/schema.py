@@ -90,6 +90,10 @@ class TrainConfig:
   # metrics): mean training loss since the last point, accuracy on a fixed subset of training
   # images and on the validation split. Reporting only, like log_every.
   eval_every: int = dataclasses.field(default=0, metadata={"hash_omit": True})
+  # In the last quarter of the steps, a learning-curve point every tail_eval_every steps as well (0:
+  # eval_every's alone): a plateau read as the slope of that quarter's points errs less with more of
+  # them (`mone.runs.recalibration`). Reporting only: every point is drawn after the step it follows.
+  tail_eval_every: int = dataclasses.field(default=0, metadata={"hash_omit": True})
   checkpoint_every: int = dataclasses.field(default=250, metadata={"hash_omit": True})
   keep_checkpoints: int = dataclasses.field(default=2, metadata={"hash_omit": True})
 
@@ -123,9 +127,11 @@ class TrainConfig:
     need(isinstance(self.remat, bool), f"remat must be True or False, got {self.remat!r}")
     need(isinstance(self.grad_accum, int) and self.grad_accum >= 1 and self.batch_size % self.grad_accum == 0,
          f"grad_accum must be an integer >= 1 dividing batch_size={self.batch_size}, got {self.grad_accum!r}")
-    for f in ("num_val", "eval_every"):
+    for f in ("num_val", "eval_every", "tail_eval_every"):
       need(isinstance(getattr(self, f), int) and getattr(self, f) >= 0,
            f"{f} must be an integer >= 0, got {getattr(self, f)!r}")
+    need(self.tail_eval_every == 0 or self.eval_every > 0,
+         f"tail_eval_every adds learning-curve points to eval_every's; set eval_every > 0, got {self.eval_every}")
     need(self.num_val == 0 or self.dataset in ("digits", "moving_digits"),
          f"num_val (a validation split) is for the embedded datasets (digits, moving_digits), "
          f"got dataset={self.dataset}")

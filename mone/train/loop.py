@@ -119,7 +119,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
         history.append((done, loss))
         bar.set_postfix(loss=f"{loss:.3f}")
         watch.log(done, loss)
-      if learning_curve and (done % cfg.eval_every == 0 or done == total_steps):
+      if learning_curve and curve_point_due(cfg, done, total_steps):
         curve.append(learning_curve.point(done, state["params"], history, curve))
         watch.log_point(curve[-1])
       bar.update(1)
@@ -202,6 +202,13 @@ def matmul_precision(environ, gpu: bool) -> str | None:
   set; else "highest" on a GPU (float32 matmuls in full float32, as the CPU computes them: JAX's GPU
   default may use TF32); else None, JAX's default (on the CPU already full float32)."""
   return environ.get("MONE_MATMUL_PRECISION") or ("highest" if gpu else None)
+
+
+def curve_point_due(cfg: TrainConfig, done: int, total_steps: int) -> bool:
+  """Whether the learning curve gets a point after step `done`: every eval_every steps, at the last
+  step, and in the last quarter (from 3/4 of total_steps on) every tail_eval_every steps as well."""
+  tail = cfg.tail_eval_every and 4 * done >= 3 * total_steps and done % cfg.tail_eval_every == 0
+  return bool(cfg.eval_every) and (done % cfg.eval_every == 0 or done == total_steps or bool(tail))
 
 
 CURVE_TRAIN_EXAMPLES = 2000  # the fixed training images a learning curve scores

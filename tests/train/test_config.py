@@ -64,7 +64,7 @@ def test_fields_added_later_keep_old_hashes():
   del legacy["model"]["weight_grad"]  # how the weight gradients are computed, at "autodiff"
   del legacy["adaptive_e_c"], legacy["num_val"], legacy["sharding"], legacy["grad_accum"], legacy["dtype"]
   del legacy["remat"], legacy["video_noise"]
-  for reporting in ("data_dir", "log_every", "eval_every", "checkpoint_every", "keep_checkpoints"):
+  for reporting in ("data_dir", "log_every", "eval_every", "tail_eval_every", "checkpoint_every", "keep_checkpoints"):
     del legacy[reporting]  # never hashed (see the next test)
   blob = json.dumps(legacy, sort_keys=True).encode()
   assert results.config_hash(cfg) == hashlib.sha256(blob).hexdigest()[:12]
@@ -84,14 +84,17 @@ def test_what_a_run_reports_is_not_hashed_but_its_validation_split_is():
   from mone import results
   from mone.configs import recipes, schema
   cfg = recipes.digits64()
-  for reporting in ({"eval_every": 7}, {"log_every": 3}, {"checkpoint_every": 9}, {"keep_checkpoints": 5}):
+  for reporting in ({"eval_every": 7}, {"eval_every": 7, "tail_eval_every": 2}, {"log_every": 3}, {"checkpoint_every": 9}, {"keep_checkpoints": 5}):
     assert results.config_hash(schema.apply_overrides(cfg, reporting)) == results.config_hash(cfg)
   paper = recipes.imagenet21k()
   assert results.config_hash(schema.apply_overrides(paper, {"data_dir": "gs://bucket/tfds"})) == \
       results.config_hash(paper)
   assert results.config_hash(schema.apply_overrides(cfg, {"num_val": 100})) != results.config_hash(cfg)
   for bad, match in (({"num_val": -1}, "num_val must be an integer >= 0"),
-                     ({"eval_every": 1.5}, "eval_every must be an integer >= 0")):
+                     ({"eval_every": 1.5}, "eval_every must be an integer >= 0"),
+                     ({"tail_eval_every": -2}, "tail_eval_every must be an integer >= 0"),
+                     ({"eval_every": 0, "tail_eval_every": 50}, r"tail_eval_every adds learning-curve points to eval_every's; "
+                                               r"set eval_every > 0, got 0")):
     with pytest.raises(ValueError, match=match):
       schema.apply_overrides(cfg, bad)
   with pytest.raises(ValueError, match=r"num_val \(a validation split\) is for the embedded datasets"):

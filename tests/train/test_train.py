@@ -377,6 +377,24 @@ def test_a_learning_curve_is_recorded_and_survives_a_resume(tmp_path):
   no_val = loop.train(tiny(kind="vit", eval_every=3), tmp_path / "no_val", progress=False)
   assert [p["val_accuracy"] for p in no_val["curve"]] == [None, None] and "val_evals" not in no_val
   assert "curve" not in loop.train(tiny(kind="vit"), tmp_path / "plain", progress=False)
+  # tail_eval_every adds points in the last quarter (from step 4.5 of 6) and changes nothing else:
+  # the points both curves have score the same model the same.
+  every3 = loop.train(tiny(kind="vit", eval_every=3, num_val=32), tmp_path / "every3", progress=False)
+  tail = loop.train(tiny(kind="vit", eval_every=3, tail_eval_every=1, num_val=32), tmp_path / "tail", progress=False)
+  assert [p["step"] for p in every3["curve"]] == [3, 6] and [p["step"] for p in tail["curve"]] == [3, 5, 6]
+  assert [tail["curve"][i]["val_accuracy"] for i in (0, 2)] == [p["val_accuracy"] for p in every3["curve"]]
+  assert tail["history"] == every3["history"]
+
+
+def test_a_curve_point_is_due_every_eval_every_steps_and_in_the_last_quarter_every_tail_eval_every():
+  cfg = tiny(kind="vit", eval_every=500, tail_eval_every=80)
+  due = [s for s in range(1, 16_001) if loop.curve_point_due(cfg, s, 16_000)]
+  assert due[:3] == [500, 1000, 1500] and 11_920 not in due and due[23:26] == [12_000, 12_080, 12_160]
+  # 23 points before the last quarter; in it, 51 every 80 steps (12,000 to 16,000) and the 6 multiples
+  # of 500 that are not multiples of 80 (12,500, 13,000, 13,500, 14,500, 15,000, 15,500).
+  assert len(due) == 23 + 51 + 6 and due[-1] == 16_000
+  assert [s for s in range(1, 8) if loop.curve_point_due(tiny(kind="vit", eval_every=3), s, 7)] == [3, 6, 7]
+  assert not any(loop.curve_point_due(tiny(kind="vit"), s, 7) for s in range(1, 8))
 
 
 @pytest.mark.slow
