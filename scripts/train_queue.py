@@ -225,7 +225,7 @@ def main():
                   help="train the CPU twins of the GPU-trained runs (plan.twin_runs, plan.study_twin_runs) into results/device_twins/cpu "
                        "instead of the plan")
   ap.add_argument("--calibration", action="store_true", help="train the next profile's calibration runs "
-                  "(recalibration.pending) into results/calibration_v3/runs instead of the plan")
+                  "(recalibration.pending) into results/calibration_<version>/runs instead of the plan")
   ap.add_argument("--isa-twins", action="store_true", help="with --calibration: its AVX2 twins (recalibration.queue)")
   ap.add_argument("--workers", type=int, default=None,
                   help="processes training at once, each taking the next free run as it finishes one (default: 8 on "

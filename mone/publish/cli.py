@@ -147,13 +147,14 @@ def calibration_command(args) -> None:
 
 
 def recalibration_command(args) -> None:
-  """Writes results/calibration_v3.json where it is missing (a frozen one must be unchanged) and
-  prints where each task's calibration stands."""
+  """Writes each calibration's file (results/calibration_v*.json) where it is missing (a frozen one
+  must be unchanged) and prints where each task of the current calibration stands."""
   try:
     written = recalibration.write()
   except ValueError as e:
     raise SystemExit(f"error: {e}") from None
-  print(("wrote" if written else "unchanged:") + f" {results.RESULTS / recalibration.FILE}")
+  print(("wrote the missing ones of" if written else "unchanged:") + " "
+        + ", ".join(str(results.RESULTS / cal.file) for cal in recalibration.ALL))
   print(recalibration.status())
 
 
@@ -246,7 +247,7 @@ def parser() -> argparse.ArgumentParser:
   p.add_argument("--figure", action="store_true", help="also draw the runs' learning curves under results/calibration/")
   p.set_defaults(run=calibration_command)
 
-  p = sub.add_parser("recalibration", help="freeze the next profile's calibration (results/calibration_v3.json) "
+  p = sub.add_parser("recalibration", help="freeze the next profile's calibrations (results/calibration_v*.json) "
                                             "and show where its runs stand",
                      description=recalibration.__doc__.split("\n\n")[0])
   p.set_defaults(run=recalibration_command)

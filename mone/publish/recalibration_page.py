@@ -1,5 +1,6 @@
 """The book's page on the next profile's calibration: every candidate recipe's validation curves and
-how its runs stand against the rules frozen in results/calibration_v3.json (`mone.runs.recalibration`).
+how its runs stand against the rules frozen in results/calibration_v4.json (`mone.runs.recalibration`),
+and below them the calibration it replaced (results/calibration_v3.json), its results as they stood.
 
 The page reads only what the rules read, the validation curves; a run's test accuracy is never shown
 here, so the page cannot steer the choice it reports. A candidate with no run yet is listed, not
@@ -16,14 +17,16 @@ from mone import results
 from mone.plotting import plots
 from mone.runs import recalibration as rc
 
-FIGURES = "calibration_v3/figures"  # under results/: one PNG per task and candidate with a finished run
+def figures(cal: rc.Calibration = rc.CURRENT) -> str:
+  """Where a calibration's figures go, under results/: one PNG per task and candidate with a finished run."""
+  return f"{cal.folder}/figures"
 
 
-def finished(task: str, candidate: str, root) -> dict:
+def finished(task: str, candidate: str, root, cal: rc.Calibration = rc.CURRENT) -> dict:
   """{arm: {seed or 'AVX2 twin': run file}} of the runs of one candidate that have finished (both stages)."""
   out = {}
   for stage in ("A", "B"):
-    for r in rc.runs(task, candidate, stage):
+    for r in rc.runs(task, candidate, stage, cal):
       if (path := r.run_path(root)).exists():
         out.setdefault(r.arm, {})[f"{r.seed}, AVX2" if r.twin else r.seed] = results.read_json(path)
   return out
@@ -115,19 +118,23 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
 def rule_a_noise(task: str, by_arm: dict) -> str:
   """One paragraph: how far a fitted gain errs on these runs (`rc.gain_noise`, the median over the
   candidate's runs at the calibration seeds) and so how often rule (a) passes runs that no longer gain."""
-  noise = float(np.median([rc.check_run(m)["gain_noise"] for runs in by_arm.values()
-                           for key, m in runs.items() if not isinstance(key, str)]))
+  seeded = [m for runs in by_arm.values() for key, m in runs.items() if not isinstance(key, str)]
+  noise = float(np.median([rc.check_run(m)["gain_noise"] for m in seeded]))
+  lag = float(np.median([rc.residual_correlation(m["curve"], m["train_steps"]) for m in seeded]))
   runs = len(rc.SEEDS) * (len(rc.STAGE_A[task]) + len(rc.STAGE_B[task]))
   one, every = rc.pass_chance(noise, runs)
   return (f"Rule (a)'s own noise on these runs: a fitted gain errs by at least {100 * noise:.2f} points (the median "
-          "over the runs, from the evaluations' scatter about the fitted line). Runs that have stopped gaining would "
-          f"each pass rule (a) with a probability of at most about {100 * one:.0f}%, and all {runs} runs of both stages "
-          f"with at most about {100 * every:.0f}%: a failure of rule (a) by a few tenths of a point is within this noise.")
+          "over the runs, from the evaluations' scatter about the fitted line; their residuals' lag-one correlation, "
+          f"median {lag:+.2f}, near zero or below where the points scatter independently and this error holds). Runs "
+          f"that have stopped gaining would each pass rule (a) with a probability of at most about {100 * one:.0f}%, and "
+          f"all {runs} runs of both stages with at most about {100 * every:.0f}%: a failure of rule (a) by less than "
+          "twice this error is within its noise.")
 
 
-def standing(task: str, root) -> str:
-  """One sentence: the task's chosen recipe, or the candidates that failed and what trains next."""
-  outcomes, todo, chosen = rc.progress(task, root)
+def standing(task: str, root, cal: rc.Calibration = rc.CURRENT) -> str:
+  """One sentence: the task's chosen recipe, or the candidates that failed and what trains next (for a
+  replaced calibration, what would have)."""
+  outcomes, todo, chosen = rc.progress(task, root, cal)
   failed = [f"{name} (stage {stage})" for name, stages in outcomes.items() for stage, arms in stages.items()
             if not all(a["passes"] for a in arms.values())]
   said = f"**{task}**: " + (f"failed the rules: {', '.join(failed)}; " if failed else "")
@@ -135,48 +142,62 @@ def standing(task: str, root) -> str:
     return said + f"the recipe is **{chosen}**."
   if todo:
     stage = "A" if todo[0].arm in rc.STAGE_A[task] else "B"
-    return said + f"{todo[0].candidate}, stage {stage}, has {len(todo)} runs to train."
+    return said + f"{todo[0].candidate}, stage {stage}, {'has' if cal is rc.CURRENT else 'had'} {len(todo)} runs to train."
   return said + "every candidate failed: a new calibration file must add candidates."
+
+
+def candidates(task: str, root, out, cal: rc.Calibration, fold_all: bool) -> list[str]:
+  """The Markdown of one task's candidates: each with a finished run gets its figure (drawn under
+  results/ where out is given), its readings and rule (a)'s noise; a failed one, or every one with
+  fold_all, folds into a dropdown, so the page keeps the open candidate in view and stays one page."""
+  text, outcomes = [], rc.progress(task, root, cal)[0]
+  for candidate, overrides in cal.candidates[task]:
+    by_arm = finished(task, candidate, root, cal)
+    setting = ", ".join(f"{k} {v}" for k, v in overrides.items())
+    if not by_arm:
+      text += [f"**{candidate}** ({setting}): no run yet.", ""]
+      continue
+    n = sum(len(v) for v in by_arm.values())
+    body = [f"{setting}; {n} run{'s' if n != 1 else ''} trained.", ""]
+    if out is not None:
+      png = results.RESULTS / figures(cal) / f"{candidate}.png"
+      plots.save_png(figure(task, candidate, by_arm), png, dpi=100)
+      body += [f"![Validation curves of {candidate}]({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", ""]
+    body += ["| arm | seed | best validation accuracy in the first 10% (%) | left chance | fitted gain over the "
+             "last quarter (points) | plateau | final validation accuracy (%) | the arm |",
+             "|---|---|---|---|---|---|---|---|", *arm_rows(task, candidate, by_arm), "", rule_a_noise(task, by_arm), ""]
+    failed = [stage for stage, arms in outcomes.get(candidate, {}).items() if not all(a["passes"] for a in arms.values())]
+    if failed or fold_all:
+      said = f"failed the rules (stage {failed[0]})" if failed else f"{n} run{'s' if n != 1 else ''}, undecided"
+      text += [f"::::{{dropdown}} {cal.version} {candidate}: {said}; its curves and readings", "", *body, "::::", ""]
+    else:
+      text += [f"### {candidate}", "", *body]
+  return text
 
 
 def page(root=None, out=None) -> str:
   """The page (Markdown); with out, each candidate's figure is drawn under results/ first and linked
   relative to out."""
   root = results.RESULTS if root is None else Path(root)
-  rules = rc.document()["rules"]
+  cal, rules = rc.CURRENT, rc.document()["rules"]
   text = [
       "# The next profile's calibration", "",
       "The next small profile's recipes (steps, warmup, peak learning rate per task) are chosen by rules fixed in "
-      f"`results/{rc.FILE}` on {rc.FIXED_ON}, before any of its runs trained, on calibration seeds no plan uses "
+      f"`results/{cal.file}` on {cal.fixed_on}, before any of its runs trained, on calibration seeds no plan uses "
       f"({', '.join(map(str, rc.SEEDS))}) and on the validation split only (`mone.runs.recalibration`). This page "
       "shows every candidate's validation curves and each run's readings against the rules; it never shows test "
       "accuracy. Candidates are tried in order, and a later one trains only where the earlier ones failed.", "",
-      *[f"- **{name.replace('_', ' ', 1)}**: {rule}" for name, rule in rules.items()], "",
-      "Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
+      *[f"- **{name.replace('_', ' ', 1)}**: {rule}" for name, rule in rules.items()], ""]
+  if cal.supersedes:
+    text += [f"These rules are those of `results/{cal.supersedes['file']}`, which this calibration replaced, read "
+             f"from more evaluations: {cal.supersedes['why']} Its results are at the end of this page.", ""]
+  text += ["Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
   for task in rc.TASKS:
-    text += [f"## The {task} task", ""]
-    outcomes = rc.progress(task, root)[0]
-    for candidate, overrides in rc.CANDIDATES[task]:
-      by_arm = finished(task, candidate, root)
-      setting = ", ".join(f"{k} {v}" for k, v in overrides.items())
-      if not by_arm:
-        text += [f"**{candidate}** ({setting}): no run yet.", ""]
-        continue
-      n = sum(len(v) for v in by_arm.values())
-      body = [f"{setting}; {n} run{'s' if n != 1 else ''} trained.", ""]
-      if out is not None:
-        png = results.RESULTS / FIGURES / f"{candidate}.png"
-        plots.save_png(figure(task, candidate, by_arm), png, dpi=100)
-        body += [f"![Validation curves of {candidate}]({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", ""]
-      body += ["| arm | seed | best validation accuracy in the first 10% (%) | left chance | fitted gain over the "
-               "last quarter (points) | plateau | final validation accuracy (%) | the arm |",
-               "|---|---|---|---|---|---|---|---|", *arm_rows(task, candidate, by_arm), "", rule_a_noise(task, by_arm), ""]
-      # A candidate that failed folds away (one click shows its curves): the page keeps the open one in
-      # view and stays one page as candidates fail.
-      failed = [stage for stage, arms in outcomes.get(candidate, {}).items() if not all(a["passes"] for a in arms.values())]
-      if failed:
-        text += [f"::::{{dropdown}} {candidate}: failed the rules (stage {failed[0]}); its curves and readings", "",
-                 *body, "::::", ""]
-      else:
-        text += [f"### {candidate}", "", *body]
+    text += [f"## The {task} task", "", *candidates(task, root, out, cal, fold_all=False)]
+  for old in [c for c in rc.ALL if c is not cal]:
+    text += [f"## The replaced calibration ({old.version})", "",
+             f"Fixed in `results/{old.file}` on {old.fixed_on}; its runs are in `results/{old.folder}`. Where each "
+             "task stood when it was replaced:", "", *[f"- {standing(task, root, old)}" for task in rc.TASKS], ""]
+    for task in rc.TASKS:
+      text += candidates(task, root, out, old, fold_all=True)
   return "\n".join(text)

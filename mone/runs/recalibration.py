@@ -1,4 +1,5 @@
-"""The next profile's recipe, chosen by rules fixed before any of its runs (results/calibration_v3.json).
+"""The next profile's recipe, chosen by rules fixed before any of its runs (results/calibration_v4.json,
+which replaced results/calibration_v3.json: `mone.runs.calibrations` says what each froze and why).
 
 The ten-seed small profile showed three faults (book/ten_seed_readout.md): dense ViT runs still
 improving when training stops, temporal runs that stall at chance or at the half-way plateau (5 of 35
@@ -7,9 +8,9 @@ chosen, so that the choice cannot follow the results it is meant to produce:
 
 - Calibration seeds (`SEEDS`) that no plan trains, and the validation split only: the rules read a
   run's validation curve (`curve[*].val_accuracy`), never its test accuracy, and never which arm wins.
-- Candidates per task (`CANDIDATES`), in the order they are tried (cheapest first). The first whose
-  runs meet every rule in every arm is the task's recipe; a later candidate trains only where every
-  earlier one failed.
+- Candidates per task (each calibration's own, `Calibration.candidates`), in the order they are
+  tried (cheapest first). The first whose runs meet every rule in every arm is the task's recipe; a
+  later candidate trains only where every earlier one failed.
 - Stage A trains a few arms per task (`STAGE_A`: the dense model, MatViT, MoNE at its lowest e_c,
   and on the temporal task the Table 1 baseline that never left chance) at every calibration seed,
   plus one twin of each (seed `SEEDS[0]`) compiled for another instruction set (`ISA_TWIN_FLAGS`):
@@ -25,8 +26,9 @@ chosen, so that the choice cannot follow the results it is meant to produce:
   A stage fails as soon as one of its runs fails (a) or (b)'s first part, which read that run
   alone: its remaining runs are not trained (`failed_already`).
 
-`python -m mone.chapters recalibration` writes the file (refusing to change a frozen one) and prints
-where each run stands.
+Every function takes the calibration it reads (`cal`, the current one, `CURRENT`, by default): the
+queue trains the current one's runs; the page shows every calibration's. `python -m mone.chapters
+recalibration` writes the files (refusing to change a frozen one) and prints where each run stands.
 """
 import dataclasses
 import math
@@ -37,47 +39,15 @@ import numpy as np
 
 from mone import results
 from mone.runs import experiments
+from mone.runs.calibrations import (ALL, CURRENT, FASTER, ISA_TWIN_FLAGS, SEEDS, STAGE_A, STAGE_B, TASKS,  # noqa: F401
+                                    Calibration)
 from mone.configs import arms, schema
 
-FIXED_ON = "2026-12-05"  # written and committed before any calibration run trained
-SEEDS = (100, 101, 102)
 PLATEAU_GAIN = 0.003   # fitted validation accuracy gain over the last quarter of steps
 LEFT_CHANCE = 0.10     # above chance (1 / classes) by 10% of the steps
 EARLY = 0.10           # ... the share of steps by which a run must have left chance
 OUTLIER = 0.05         # a run ending further than this below its arm's median has stalled
 TWIN_FLOOR = 0.01      # the smallest seed range a twin is held to
-ISA_TWIN_FLAGS = "--xla_cpu_max_isa=AVX2"
-FILE = "calibration_v3.json"
-FOLDER = "calibration_v3"        # results/calibration_v3/runs/: the calibration's run files
-TWIN_FOLDER = "calibration_v3/avx2"
-
-# Candidates per task, tried in this order; each is a set of overrides of the profile's recipe.
-# Why these: the dense image runs were still improving at 8,000 steps (3 of 10 seeds), so more steps
-# at the same peak rate and a warmup of the same share; the temporal runs stall at a 50-step warmup
-# (0.8% of the steps), so a warmup of 10%, then more steps, then a lower peak rate; the appearance
-# dense run gained 1.5 points over its last quarter at 12,000 steps, so more steps.
-# Validation points every eval_every steps: seven in the last quarter, two in the first tenth.
-CANDIDATES = {
-    "image": (("image-12k", {"steps": 12_000, "warmup_steps": 300, "eval_every": 500}),
-              ("image-16k", {"steps": 16_000, "warmup_steps": 400, "eval_every": 500})),
-    "temporal": (("temporal-6k-warmup10", {"steps": 6000, "warmup_steps": 600, "eval_every": 250}),
-                 ("temporal-9k-warmup10", {"steps": 9000, "warmup_steps": 900, "eval_every": 375}),
-                 ("temporal-9k-warmup10-lr5e-4", {"steps": 9000, "warmup_steps": 900, "eval_every": 375, "lr": 5e-4})),
-    "appearance": (("appearance-18k", {"steps": 18_000, "warmup_steps": 900, "eval_every": 750}),
-                   ("appearance-24k", {"steps": 24_000, "warmup_steps": 1200, "eval_every": 1000})),
-}
-# The training benchmark's faster step (results/bench/cpu-training.json): same mathematics, what the
-# next profile trains with.
-FASTER = {"model.weight_grad": "direct", "eval_batch_size": 100}
-# The arms of the ten-seed plan (`mone.configs.arms`) by task; stage A's first.
-STAGE_A = {"temporal": ("temporal:vit", "temporal:matvit", "temporal:mone:0.3", "table1:uniform"),
-           "image": ("image:vit", "image:matvit", "image:mod", "image:mone:0.2"),
-           "appearance": ("appearance:vit", "appearance:matvit", "appearance:mone:0.4")}
-STAGE_B = {"temporal": ("temporal:mone:0.4", "table1:proportionate", "table1:greedy:0.4", "table1:mod_greedy:0.4"),
-           "image": ("image:mone:0.3", "image:mone:0.4", "image:mone:0.6", "image:mone:0.2:random",
-                     "image:mone:0.3:random"),
-           "appearance": ()}
-TASKS = tuple(STAGE_A)  # the order the queue trains them in: the cheapest runs and the worst fault first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,36 +59,38 @@ class Run:
   arm: str
   seed: int
   twin: bool = False
+  cal: Calibration = CURRENT
 
   @property
   def label(self) -> str:
     return f"{self.candidate}: {self.arm}, seed {self.seed}" + (" (AVX2)" if self.twin else "")
 
   def config(self) -> schema.TrainConfig:
-    overrides = {**FASTER, **dict(CANDIDATES[self.task])[self.candidate], "seed": self.seed}
+    overrides = {**FASTER, **dict(self.cal.candidates[self.task])[self.candidate], "seed": self.seed}
     return schema.apply_overrides(arms.select([self.arm])[0].config(), [f"{k}={v}" for k, v in overrides.items()])
 
   def run_path(self, root) -> Path:
     """Where its run file lands under the results folder `root` (the twin's under its own folder)."""
-    return root / (TWIN_FOLDER if self.twin else FOLDER) / "runs" / experiments.run_path(self.config()).name
+    folder = self.cal.twin_folder if self.twin else self.cal.folder
+    return root / folder / "runs" / experiments.run_path(self.config()).name
 
 
-def runs(task: str, candidate: str, stage: str) -> list[Run]:
+def runs(task: str, candidate: str, stage: str, cal: Calibration = CURRENT) -> list[Run]:
   """Stage 'A' (its arms at every seed, then their twins) or 'B' of one candidate of one task."""
   arms = STAGE_A[task] if stage == "A" else STAGE_B[task]
-  out = [Run(task, candidate, arm, seed) for seed in SEEDS for arm in arms]
-  return out + ([Run(task, candidate, arm, SEEDS[0], twin=True) for arm in arms] if stage == "A" else [])
+  out = [Run(task, candidate, arm, seed, cal=cal) for seed in SEEDS for arm in arms]
+  return out + ([Run(task, candidate, arm, SEEDS[0], twin=True, cal=cal) for arm in arms] if stage == "A" else [])
 
 
-def document() -> dict:
-  """What results/calibration_v3.json freezes: seeds, candidates, arms, rules and their thresholds."""
+def document(cal: Calibration = CURRENT) -> dict:
+  """What results/calibration_<version>.json freezes: seeds, candidates, arms, rules and their thresholds."""
   return {
       "purpose": "choose the next small profile's recipe (steps, warmup, peak learning rate) per task by rules fixed "
                  "before any calibration run, on seeds no plan uses and on the validation split only",
-      "fixed_on": FIXED_ON,
+      "fixed_on": cal.fixed_on,
       "seeds": list(SEEDS),
       "every_run": {"overrides": FASTER, "device": "CPU, one pinned core per run, float32 matmuls in full precision"},
-      "candidates": {t: [{"name": n, "overrides": o} for n, o in c] for t, c in CANDIDATES.items()},
+      "candidates": {t: [{"name": n, "overrides": o} for n, o in c] for t, c in cal.candidates.items()},
       "stage_a_arms": {t: list(a) for t, a in STAGE_A.items()},
       "stage_b_arms": {t: list(a) for t, a in STAGE_B.items()},
       "isa_twin": {"seed": SEEDS[0], "xla_flags": ISA_TWIN_FLAGS},
@@ -138,21 +110,24 @@ def document() -> dict:
                       "earlier one failed. Test accuracy and which arm scores higher are never read.",
       },
       "order": list(TASKS),
+      **({"supersedes": cal.supersedes} if cal.supersedes else {}),
   }
 
 
 def write(root=None) -> bool:
-  """Writes results/calibration_v3.json; True if written. A file that exists must equal `document()`:
-  the rules are frozen, and a change is a new file with the old one's results beside it."""
-  path = (results.RESULTS if root is None else root) / FILE
-  doc = document()
-  if path.exists():
-    if results.read_json(path) != doc:
+  """Writes each calibration's file (`ALL`) that is missing; True if one was written. A file that exists
+  must equal its `document()`: the rules are frozen, and a change is a new file with the old one's
+  results beside it."""
+  root = results.RESULTS if root is None else root
+  for cal in ALL:
+    path, doc = root / cal.file, document(cal)
+    if path.exists() and results.read_json(path) != doc:
       raise ValueError(f"{path} is frozen and differs from mone.runs.recalibration.document(); "
                        "a changed calibration is a new file, its runs and verdicts beside this one's")
-    return False
-  results.atomic_write_json(path, doc)
-  return True
+  missing = [cal for cal in ALL if not (root / cal.file).exists()]
+  for cal in missing:
+    results.atomic_write_json(root / cal.file, document(cal))
+  return bool(missing)
 
 
 # ------------------------------------------------------------------------------- the rules ---
@@ -181,6 +156,18 @@ def gain_noise(curve: list[dict], steps: int) -> float:
   x, y = _last_quarter(curve, steps)
   resid = y - np.polyval(np.polyfit(x, y, 1), x)
   return float(resid.std(ddof=2) * steps / 4 / np.sqrt(((x - x.mean()) ** 2).sum()))
+
+
+def residual_correlation(curve: list[dict], steps: int) -> float:
+  """The lag-one correlation of the last quarter's residuals about the fitted line: near zero or below
+  (a line's residuals of independent points lean negative), `gain_noise` holds; well above zero,
+  neighbouring evaluations move together and the fitted gain errs more than it says."""
+  x, y = _last_quarter(curve, steps)
+  resid = y - np.polyval(np.polyfit(x, y, 1), x)
+  before, after = resid[:-1], resid[1:]
+  if before.std() < 1e-12 or after.std() < 1e-12:
+    return 0.0  # points on their line: nothing scatters, nothing moves together
+  return float(np.corrcoef(before, after)[0, 1])
 
 
 def pass_chance(noise: float, runs: int) -> tuple[float, float]:
@@ -231,11 +218,11 @@ def check_arm(seeds: dict, twin: dict | None = None) -> dict:
   return out
 
 
-def choose(task: str, outcomes: dict) -> str | None:
+def choose(task: str, outcomes: dict, cal: Calibration = CURRENT) -> str | None:
   """The recipe for one task: outcomes maps candidate name -> {'A': {arm: check_arm(...)}, 'B': {...}}
-  for the candidates trained so far; the first in `CANDIDATES` order whose every stage-A and stage-B
+  for the candidates trained so far; the first in `cal.candidates` order whose every stage-A and stage-B
   arm is there and passes, or None (the next candidate trains, or this one's stage B)."""
-  for name, _ in CANDIDATES[task]:
+  for name, _ in cal.candidates[task]:
     stages = outcomes.get(name, {})
     if all(set(stages.get(stage, {})) == set(wanted) and all(a["passes"] for a in stages[stage].values())
            for stage, wanted in (("A", STAGE_A[task]), ("B", STAGE_B[task]))):
@@ -251,9 +238,9 @@ def _read(path):
   return results.require_provenance(results.read_json(path), path) if path.exists() else None
 
 
-def stage_outcome(task: str, candidate: str, stage: str, root) -> dict | None:
+def stage_outcome(task: str, candidate: str, stage: str, root, cal: Calibration = CURRENT) -> dict | None:
   """{arm: check_arm(...)} for one stage of one candidate, or None while any of its runs is missing."""
-  files = {r: _read(r.run_path(root)) for r in runs(task, candidate, stage)}
+  files = {r: _read(r.run_path(root)) for r in runs(task, candidate, stage, cal)}
   if any(m is None for m in files.values()):
     return None
   wanted = STAGE_A[task] if stage == "A" else STAGE_B[task]
@@ -262,13 +249,13 @@ def stage_outcome(task: str, candidate: str, stage: str, root) -> dict | None:
           for arm in wanted}
 
 
-def failed_already(task: str, candidate: str, stage: str, root) -> dict:
+def failed_already(task: str, candidate: str, stage: str, root, cal: Calibration = CURRENT) -> dict:
   """{arm: {"passes": False, "failed": {seed: check_run(...)}}} of the stage's arms with a finished run
   (at a calibration seed) that fails rule (a) or rule (b)'s first part, or {} if none. Both rules read
   one run alone, so no run still to train can undo the failure: by rule (c) the candidate has failed,
   and its stage's other runs (its instruction-set twins too) would only cost core-hours."""
   out = {}
-  for r in runs(task, candidate, stage):
+  for r in runs(task, candidate, stage, cal):
     m = None if r.twin else _read(r.run_path(root))
     reading = check_run(m) if m is not None else None
     if reading is not None and not passes_alone(reading):
@@ -276,30 +263,30 @@ def failed_already(task: str, candidate: str, stage: str, root) -> dict:
   return out
 
 
-def progress(task: str, root) -> tuple[dict, list[Run], str | None]:
+def progress(task: str, root, cal: Calibration = CURRENT) -> tuple[dict, list[Run], str | None]:
   """(outcomes so far by candidate and stage, the runs to train next, the chosen candidate or None).
   Candidates are walked in order: the first stage that is not complete is what trains next; a
   stage that fails moves on to the next candidate, as soon as one of its finished runs fails a rule
   of its own (`failed_already`: the outcome then lists only the arms that failed); a task whose
   candidates all failed trains nothing more (a new calibration file adds candidates)."""
   outcomes = {}
-  for name, _ in CANDIDATES[task]:
+  for name, _ in cal.candidates[task]:
     for stage in ("A", "B"):
-      outcome = stage_outcome(task, name, stage, root)
+      outcome = stage_outcome(task, name, stage, root, cal)
       if outcome is None:
-        outcome = failed_already(task, name, stage, root)
+        outcome = failed_already(task, name, stage, root, cal)
         if not outcome:
-          return outcomes, [r for r in runs(task, name, stage) if not r.run_path(root).exists()], None
+          return outcomes, [r for r in runs(task, name, stage, cal) if not r.run_path(root).exists()], None
       outcomes.setdefault(name, {})[stage] = outcome
       if not all(a["passes"] for a in outcome.values()):
         break
-    if (chosen := choose(task, outcomes)) is not None:
+    if (chosen := choose(task, outcomes, cal)) is not None:
       return outcomes, [], chosen
   return outcomes, [], None
 
 
 def pending(root=None) -> list[Run]:
-  """Every run to train next, task by task in `TASKS` order (`progress`)."""
+  """Every run of the current calibration to train next, task by task in `TASKS` order (`progress`)."""
   root = results.RESULTS if root is None else root
   return [r for task in TASKS for r in progress(task, root)[1]]
 
@@ -307,37 +294,39 @@ def pending(root=None) -> list[Run]:
 def queue(isa_twins: bool, freeze: bool) -> list[tuple[str, schema.TrainConfig]]:
   """The training queue's runs (`scripts/train_queue.py --calibration [--isa-twins]`): (label, config)
   of every pending run (`pending`), the twins alone or none of them. Points this process and the workers
-  it starts at the calibration's folder (MONE_RESULTS_DIR); for the twins also compiles for AVX2
-  (XLA_FLAGS) in workdirs of their own (MONE_CACHE_DIR), set before JAX starts. freeze: write the
-  file first (`write`), which stops on a changed definition."""
+  it starts at the calibration's folder (MONE_RESULTS_DIR) and workdirs of its own (MONE_CACHE_DIR:
+  an earlier calibration's run of the same config drew its curve at other steps, and its checkpoints
+  must not finish this one's); the twins also compile for AVX2 (XLA_FLAGS), in workdirs of their own.
+  Both are set before JAX starts. freeze: write the files first (`write`), which stops on a changed
+  definition."""
   if freeze:
     write(results.RESULTS)
   chosen = [(r.label, r.config()) for r in pending() if r.twin == isa_twins]
-  if isa_twins:
-    # The workers it starts inherit both and call this again: each is set once.
-    if ISA_TWIN_FLAGS not in os.environ.get("XLA_FLAGS", ""):
-      os.environ["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), ISA_TWIN_FLAGS) if f)
-    if experiments.cache_root().name != "avx2":
-      os.environ["MONE_CACHE_DIR"] = str(experiments.cache_root() / "avx2")
-  os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / (TWIN_FOLDER if isa_twins else FOLDER))
+  # The workers it starts inherit these and call this again: each is set once.
+  workdirs = Path(CURRENT.twin_folder if isa_twins else CURRENT.folder)
+  if not experiments.cache_root().as_posix().endswith(workdirs.as_posix()):
+    os.environ["MONE_CACHE_DIR"] = str(experiments.cache_root() / workdirs)
+  if isa_twins and ISA_TWIN_FLAGS not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), ISA_TWIN_FLAGS) if f)
+  os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / (CURRENT.twin_folder if isa_twins else CURRENT.folder))
   return chosen
 
 
-def committed(twins: bool = False, root=None) -> int:
-  """How many calibration run files (the AVX2 twins' with twins) are under the results folder."""
+def committed(twins: bool = False, root=None, cal: Calibration = CURRENT) -> int:
+  """How many of cal's run files (the AVX2 twins' with twins) are under the results folder."""
   root = results.RESULTS if root is None else root
-  return len(list((root / (TWIN_FOLDER if twins else FOLDER) / "runs").glob("*.json")))
+  return len(list((root / (cal.twin_folder if twins else cal.folder) / "runs").glob("*.json")))
 
 
-def status(root=None) -> str:
-  """Where each task's calibration stands, in a few lines."""
+def status(root=None, cal: Calibration = CURRENT) -> str:
+  """Where each task of a calibration stands, in a few lines."""
   root = results.RESULTS if root is None else root
   lines = []
   for task in TASKS:
-    outcomes, todo, chosen = progress(task, root)
+    outcomes, todo, chosen = progress(task, root, cal)
     done = {n: {st: all(a["passes"] for a in o.values()) for st, o in stages.items()} for n, stages in outcomes.items()}
     state = f"chosen: {chosen}" if chosen else (f"{len(todo)} runs to train ({todo[0].candidate}, stage "
                                                 f"{'A' if todo[0].arm in STAGE_A[task] else 'B'})" if todo else
                                                 "every candidate failed")
-    lines.append(f"{task}: {state}; stages decided {done or 'none'}")
+    lines.append(f"{task} ({cal.version}): {state}; stages decided {done or 'none'}")
   return "\n".join(lines)

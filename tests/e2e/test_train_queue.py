@@ -156,14 +156,19 @@ def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(mon
     assert listed and len(listed) == len(expected)
     # the files already committed are counted apart from the pending runs the list shows
     assert f"{recalibration.committed(twins)} calibration run files committed; {len(expected)} runs pending" in out
-    assert recalibration.committed() == len(list((results.RESULTS / "calibration_v3" / "runs").glob("*.json"))) > 0
-    assert os.environ["MONE_RESULTS_DIR"].endswith("calibration_v3/avx2" if twins else "calibration_v3")
+    for cal in recalibration.ALL:
+      runs = list((results.RESULTS / cal.folder / "runs").glob("*.json"))
+      assert recalibration.committed(cal=cal) == len(runs) and (runs or cal is recalibration.CURRENT)
+    folder = "calibration_v4/avx2" if twins else "calibration_v4"
+    assert os.environ["MONE_RESULTS_DIR"].endswith(folder)
     assert (os.environ.get("XLA_FLAGS") == recalibration.ISA_TWIN_FLAGS) == twins
-    if twins:  # the workers the queue starts inherit its cache folder and ask again: it stays the same
-      cache = os.environ["MONE_CACHE_DIR"]
-      recalibration.queue(isa_twins=True, freeze=False)
-      assert os.environ["MONE_CACHE_DIR"] == cache and cache.endswith("/.cache/avx2")
-      assert os.environ["XLA_FLAGS"] == recalibration.ISA_TWIN_FLAGS
+    # Workdirs of its own: an earlier calibration's run of the same config must not finish this one's.
+    # The workers the queue starts inherit its cache folder and ask again: it stays the same.
+    cache = os.environ["MONE_CACHE_DIR"]
+    assert cache.endswith(f"/.cache/{folder}")
+    recalibration.queue(isa_twins=twins, freeze=False)
+    assert os.environ["MONE_CACHE_DIR"] == cache
+    assert (os.environ.get("XLA_FLAGS") == recalibration.ISA_TWIN_FLAGS) == twins
 
 
 @pytest.mark.slow

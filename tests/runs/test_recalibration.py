@@ -1,11 +1,16 @@
 """mone.runs.recalibration: the next profile's calibration, frozen before its runs; its rules on
 made-up learning curves, and the order in which candidates and stages train."""
+import numpy as np
 import pytest
 
 from mone import results
 from mone.runs import recalibration as rc
 from mone.runs import plan
 from mone.configs import arms
+from mone.runs import calibrations
+from mone.train import loop
+
+CANDIDATES = rc.CURRENT.candidates
 
 
 def _run_file(final: float, early: float = 0.5, steps: int = 6000, every: int = 250, slope: float = 0.0,
@@ -25,25 +30,47 @@ def _run_file(final: float, early: float = 0.5, steps: int = 6000, every: int = 
   return {"train_steps": steps, "curve": curve, "config": {"model": {"num_classes": classes}}, "code": code}
 
 
-def test_the_committed_file_is_the_frozen_document():
-  assert results.read_json(results.RESULTS / rc.FILE) == rc.document()
+def test_the_committed_files_are_the_frozen_documents():
+  for cal in rc.ALL:
+    assert results.read_json(results.RESULTS / cal.file) == rc.document(cal), cal.file
   assert rc.write(results.RESULTS) is False  # unchanged: nothing written
 
 
+def test_the_current_calibration_keeps_the_replaced_ones_rules_and_reads_more_of_each_last_quarter():
+  old, new = rc.document(calibrations.V3), rc.document(calibrations.V4)
+  assert rc.CURRENT is calibrations.V4 and rc.ALL == (calibrations.V3, calibrations.V4)
+  for same in ("rules", "seeds", "stage_a_arms", "stage_b_arms", "isa_twin", "every_run", "order", "purpose"):
+    assert old[same] == new[same], same
+  assert "supersedes" not in old and new["supersedes"]["file"] == calibrations.V3.file
+  for task, cands in calibrations.V4.candidates.items():
+    for name, _ in cands:
+      cfg = rc.Run(task, name, calibrations.STAGE_A[task][0], 100).config()
+      due = [s for s in range(1, cfg.steps + 1) if loop.curve_point_due(cfg, s, cfg.steps)]
+      assert sum(4 * s >= 3 * cfg.steps for s in due) >= 50, name  # rule (a)'s points
+      assert sum(s <= 0.1 * cfg.steps for s in due) >= 2, name      # rule (b)'s first part's
+  # Measured again: v3's last temporal candidate is the same training (same run id), read from more
+  # points, in its own folder (and workdirs, `rc.queue`), so neither calibration's file stands in for the other's.
+  v3, v4 = (rc.Run("temporal", "temporal-9k-warmup10-lr5e-4", "table1:uniform", 100, cal=c) for c in rc.ALL)
+  assert v3.config().tail_eval_every == 0 and v4.config().tail_eval_every == 45
+  assert results.run_id(v3.config()) == results.run_id(v4.config())
+  assert v3.run_path(results.RESULTS).name == v4.run_path(results.RESULTS).name
+  assert "/calibration_v3/runs/" in str(v3.run_path(results.RESULTS)) and "/calibration_v4/runs/" in str(v4.run_path(results.RESULTS))
+
+
 def test_a_changed_definition_is_refused_and_leaves_the_file(tmp_path, monkeypatch):
-  assert rc.write(tmp_path) is True
+  assert rc.write(tmp_path) is True and all((tmp_path / cal.file).exists() for cal in rc.ALL)
   doc = rc.document()
   doc["seeds"] = [100]
-  results.atomic_write_json(tmp_path / rc.FILE, doc)
+  results.atomic_write_json(tmp_path / rc.CURRENT.file, doc)
   with pytest.raises(ValueError, match="is frozen and differs"):
     rc.write(tmp_path)
-  assert results.read_json(tmp_path / rc.FILE)["seeds"] == [100]
+  assert results.read_json(tmp_path / rc.CURRENT.file)["seeds"] == [100]
   # The command line stops on it in one line, naming the file (`python -m mone.chapters recalibration`).
   from mone.publish import cli
   monkeypatch.setattr(rc.results, "RESULTS", tmp_path)
-  with pytest.raises(SystemExit, match=rf"^error: {tmp_path / rc.FILE} is frozen and differs"):
+  with pytest.raises(SystemExit, match=rf"^error: {tmp_path / rc.CURRENT.file} is frozen and differs"):
     cli.main(["recalibration"])
-  assert results.read_json(tmp_path / rc.FILE)["seeds"] == [100]
+  assert results.read_json(tmp_path / rc.CURRENT.file)["seeds"] == [100]
 
 
 def test_calibration_seeds_are_no_plans_and_every_arm_is_a_plan_arm():
@@ -62,7 +89,7 @@ def test_a_run_config_is_its_arm_with_the_candidate_the_faster_step_and_its_seed
   assert (cfg.name, cfg.kind, cfg.allocation, cfg.e_c) == (base.name, base.kind, base.allocation, base.e_c)
   twin = rc.Run("temporal", run.candidate, run.arm, 101, twin=True)
   assert twin.config() == cfg and twin.run_path(results.RESULTS) != run.run_path(results.RESULTS)
-  assert "/calibration_v3/avx2/runs/" in str(twin.run_path(results.RESULTS))
+  assert "/calibration_v4/avx2/runs/" in str(twin.run_path(results.RESULTS))
 
 
 def test_the_fitted_gain_reads_a_line_through_noise():
@@ -87,6 +114,13 @@ def test_the_fitted_gains_noise_is_the_scatter_about_its_line():
   e = 0.01
   bumped = [dict(p, val_accuracy=p["val_accuracy"] + (e if p["step"] == 7000 else 0.0)) for p in line]
   assert rc.gain_noise(bumped, steps) == pytest.approx(e * (2 / 3) ** 0.5 / (2 ** 0.5 * 1000) * 2000)
+  # Points alternating about the line scatter independently or less (negative lag-one correlation);
+  # a slow wave about it moves neighbours together (positive): the error is then larger than it says.
+  tail = range(6000, steps + 1, 100)
+  zigzag = [{"step": s, "val_accuracy": 0.8 + (0.002 if i % 2 else -0.002)} for i, s in enumerate(tail)]
+  wave = [{"step": s, "val_accuracy": 0.8 + 0.002 * np.sin(s / 300)} for s in tail]
+  assert rc.residual_correlation(zigzag, steps) == pytest.approx(-1.0, abs=0.05)
+  assert rc.residual_correlation(wave, steps) > 0.8
   # a gain that errs by a normal noise of PLATEAU_GAIN / 1.6449 stays below PLATEAU_GAIN 95% of the time
   one, every = rc.pass_chance(rc.PLATEAU_GAIN / 1.6448536, 2)
   assert (one, every) == (pytest.approx(0.95), pytest.approx(0.95 ** 2))
@@ -117,27 +151,27 @@ def test_an_arm_fails_on_an_outlier_seed_or_a_twin_outside_the_seed_range():
 
 def test_candidates_are_chosen_in_order_by_both_stages():
   arms_of = lambda stage, ok: {a: {"passes": ok} for a in (rc.STAGE_A if stage == "A" else rc.STAGE_B)["image"]}
-  first, second = (n for n, _ in rc.CANDIDATES["image"])
+  first, second = (n for n, _ in CANDIDATES["image"])
   assert rc.choose("image", {}) is None
   assert rc.choose("image", {first: {"A": arms_of("A", True)}}) is None  # stage B not yet trained
   both = {"A": arms_of("A", True), "B": arms_of("B", True)}
   assert rc.choose("image", {first: both}) == first
   assert rc.choose("image", {first: {"A": arms_of("A", False)}, second: both}) == second
   # A task without stage-B arms is decided by stage A.
-  assert rc.choose("appearance", {rc.CANDIDATES["appearance"][0][0]: {"A": {a: {"passes": True} for a in rc.STAGE_A["appearance"]}, "B": {}}}) \
-      == rc.CANDIDATES["appearance"][0][0]
+  assert rc.choose("appearance", {CANDIDATES["appearance"][0][0]: {"A": {a: {"passes": True} for a in rc.STAGE_A["appearance"]}, "B": {}}}) \
+      == CANDIDATES["appearance"][0][0]
 
 
 def test_the_queue_walks_stages_then_candidates(tmp_path):
   task = "temporal"
-  first, second = rc.CANDIDATES[task][0][0], rc.CANDIDATES[task][1][0]
+  first, second = CANDIDATES[task][0][0], CANDIDATES[task][1][0]
   _, todo, chosen = rc.progress(task, tmp_path)
   assert chosen is None and todo == rc.runs(task, first, "A") and sum(r.twin for r in todo) == len(rc.STAGE_A[task])
 
   def land(run_list, final):
     for r in run_list:
-      steps = dict(rc.CANDIDATES[task])[r.candidate]["steps"]
-      every = dict(rc.CANDIDATES[task])[r.candidate]["eval_every"]
+      steps = dict(CANDIDATES[task])[r.candidate]["steps"]
+      every = dict(CANDIDATES[task])[r.candidate]["eval_every"]
       results.atomic_write_json(r.run_path(tmp_path), _run_file(final(r), steps=steps, every=every))
   # Stage A passes: stage B of the same candidate is next.
   land(rc.runs(task, first, "A"), lambda r: 0.90)
@@ -152,13 +186,13 @@ def test_the_queue_walks_stages_then_candidates(tmp_path):
   # The second passes both stages: chosen, nothing more to train, the third never trains.
   land(rc.runs(task, second, "A") + rc.runs(task, second, "B"), lambda r: 0.9)
   assert rc.progress(task, tmp_path)[1:] == ([], second)
-  assert "chosen: temporal-9k-warmup10" in rc.status(tmp_path)
+  assert f"chosen: {second}" in rc.status(tmp_path)
 
 
 def test_a_stage_fails_at_its_first_run_that_fails_a_rule_of_its_own(tmp_path):
   task = "image"
-  first, second = rc.CANDIDATES[task][0][0], rc.CANDIDATES[task][1][0]
-  steps, every = (dict(rc.CANDIDATES[task])[first][k] for k in ("steps", "eval_every"))
+  first, second = CANDIDATES[task][0][0], CANDIDATES[task][1][0]
+  steps, every = (dict(CANDIDATES[task])[first][k] for k in ("steps", "eval_every"))
   stage = rc.runs(task, first, "A")
   # Runs on a plateau, and an outlier (rule (b)'s second part, read over the arm's seeds): undecided.
   _land(tmp_path, task, first, "A", "image:vit", {100: _run_file(0.9, steps=steps, every=every),
@@ -177,7 +211,8 @@ def test_a_stage_fails_at_its_first_run_that_fails_a_rule_of_its_own(tmp_path):
   assert outcomes[first]["A"]["image:matvit"]["failed"][102]["fitted_gain"] == pytest.approx(0.01, abs=1e-6)
   assert f"{first}': {{'A': False}}" in rc.status(tmp_path)
   # A run that never left chance fails its stage the same way.
-  _land(tmp_path, task, second, "A", "image:vit", {101: _run_file(0.9, early=0.1, steps=16000, every=500)})
+  steps, every = (dict(CANDIDATES[task])[second][k] for k in ("steps", "eval_every"))
+  _land(tmp_path, task, second, "A", "image:vit", {101: _run_file(0.9, early=0.1, steps=steps, every=every)})
   assert rc.progress(task, tmp_path)[1:] == ([], None) and "every candidate failed" in rc.status(tmp_path)
 
 
@@ -185,7 +220,7 @@ def test_a_run_file_without_its_code_version_is_refused(tmp_path):
   # The next profile compares a run only with runs of its own code: one that does not say which code
   # trained it stops the calibration's readout in one line, and is left as it was.
   task = "temporal"
-  r = rc.runs(task, rc.CANDIDATES[task][0][0], "A")[0]
+  r = rc.runs(task, CANDIDATES[task][0][0], "A")[0]
   old = _run_file(0.9)
   del old["code"]["commit"]
   results.atomic_write_json(r.run_path(tmp_path), old)
@@ -194,14 +229,14 @@ def test_a_run_file_without_its_code_version_is_refused(tmp_path):
     rc.progress(task, tmp_path)
   assert r.run_path(tmp_path).read_bytes() == before
   # Every committed calibration run records it.
-  committed = sorted((results.RESULTS / rc.FOLDER / "runs").glob("*.json"))
+  committed = [p for cal in rc.ALL for p in sorted((results.RESULTS / cal.folder / "runs").glob("*.json"))]
   assert committed and all(results.require_provenance(results.read_json(p), p) for p in committed)
 
 
-def _land(root, task, candidate, stage, arm, files):
-  """Writes run files {seed or 'twin': run file} of one arm under the results folder `root`."""
+def _land(root, task, candidate, stage, arm, files, cal=rc.CURRENT):
+  """Writes run files {seed or 'twin': run file} of one arm of `cal` under the results folder `root`."""
   for key, m in files.items():
-    run = rc.Run(task, candidate, arm, rc.SEEDS[0] if key == "twin" else key, twin=key == "twin")
+    run = rc.Run(task, candidate, arm, rc.SEEDS[0] if key == "twin" else key, twin=key == "twin", cal=cal)
     path = run.run_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     results.atomic_write_json(path, {**m, "test_accuracy": 0.123456})
@@ -210,7 +245,7 @@ def _land(root, task, candidate, stage, arm, files):
 def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_accuracy(tmp_path, monkeypatch):
   from mone.publish import recalibration_page
   monkeypatch.setattr(results, "RESULTS", tmp_path)  # the figures land under the same folder
-  first = rc.CANDIDATES["temporal"][0][0]
+  first = CANDIDATES["temporal"][0][0]
   passing = {s: _run_file(0.95 - 0.01 * i) for i, s in enumerate(rc.SEEDS)} | {"twin": _run_file(0.95)}
   _land(tmp_path, "temporal", first, "A", "temporal:vit", passing)
   stalled = {rc.SEEDS[0]: _run_file(0.9, early=0.13), rc.SEEDS[1]: _run_file(0.9, slope=0.01)}
@@ -227,10 +262,21 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   assert "| temporal:matvit | 101 | 50.0 | yes | +1.00 | **no** | 90.0 |  |" in page
   assert "12.3" not in page and "test accuracy" in page  # said never shown, and not shown
   assert "Rule (a)'s own noise on these runs: a fitted gain errs by at least 0.00 points" in page  # exact lines
-  assert f"**{rc.CANDIDATES['temporal'][1][0]}** (" in page and "no run yet" in page
-  png = tmp_path / recalibration_page.FIGURES / f"{first}.png"
-  assert png.exists() and f"](../{recalibration_page.FIGURES}/{first}.png)" in page
-  second = rc.CANDIDATES["temporal"][1][0]
+  assert f"**{CANDIDATES['temporal'][1][0]}** (" in page and "no run yet" in page
+  png = tmp_path / recalibration_page.figures() / f"{first}.png"
+  assert png.exists() and f"](../{recalibration_page.figures()}/{first}.png)" in page
+  second = CANDIDATES["temporal"][1][0]
   assert f"- **temporal**: failed the rules: {first} (stage A); {second}, stage A, has 16 runs to train." in page
   # the failed candidate folds away, its curves and readings one click away
-  assert f"::::{{dropdown}} {first}: failed the rules (stage A); its curves and readings" in page and f"### {first}" not in page
+  assert f"::::{{dropdown}} v4 {first}: failed the rules (stage A); its curves and readings" in page and f"### {first}" not in page
+  assert "Rule (a)'s own noise on these runs: a fitted gain errs by at least 0.00 points (the median over the runs, " \
+         "from the evaluations' scatter about the fitted line; their residuals' lag-one correlation, median +0.00," in page
+  # The replaced calibration follows, as it stood: its candidates folded, what it would have trained next.
+  replaced = page[page.index("## The replaced calibration (v3)"):]
+  assert "Fixed in `results/calibration_v3.json` on 2026-12-05" in replaced and "## The" not in replaced[5:]
+  assert "- **temporal**: temporal-6k-warmup10, stage A, had 16 runs to train." in replaced
+  # A replaced calibration's candidate with runs folds even while undecided.
+  _land(tmp_path, "image", "image-12k", "A", "image:vit", {100: _run_file(0.9, steps=12_000, every=500)}, rc.ALL[0])
+  replaced = recalibration_page.page(tmp_path, out).split("## The replaced calibration (v3)")[1]
+  assert "::::{dropdown} v3 image-12k: 1 run, undecided; its curves and readings" in replaced
+  assert (tmp_path / recalibration_page.figures(rc.ALL[0]) / "image-12k.png").exists()
