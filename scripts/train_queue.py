@@ -202,16 +202,20 @@ def supervise(name: str, command: list[str], core: int | None, max_runs: int, fa
   return 0
 
 
-def finished_runs(twins: bool) -> tuple[dict, list[dict]]:
+def finished_runs(twins: bool, calibration: bool = False) -> tuple[dict, list[dict]]:
   """(this folder's run files by file name, the run files that time the queue's runs): the latter
-  are the other folder's first (the CPU twins time the configs that first trained on a GPU; MoD has
-  no other CPU run), then this folder's, so that a config's own run here wins where both have one
-  (`run_times.estimate_seconds`). Each file is read once."""
+  are the other folders' first (the CPU twins time the configs that first trained on a GPU, and MoD
+  has no other CPU run; an earlier calibration's runs time the current one's), then this folder's, so
+  that a config's own run here wins where both have one (`run_times.estimate_seconds`). Each file is
+  read once."""
   def read(folder):
     return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-  others = results.RESULTS / "runs" if twins else experiments.results_root() / plan.TWINS / "runs"
+  if calibration:
+    others = [results.RESULTS / cal.folder / "runs" for cal in recalibration.ALL if cal is not recalibration.CURRENT]
+  else:
+    others = [results.RESULTS / "runs" if twins else experiments.results_root() / plan.TWINS / "runs"]
   own = read(experiments.results_root() / "runs")
-  return own, list(read(others).values()) + list(own.values())
+  return own, [m for folder in others for m in read(folder).values()] + list(own.values())
 
 
 def main():
@@ -314,7 +318,7 @@ def main():
     with ThreadPoolExecutor(args.workers) as pool:
       sys.exit(max(pool.map(slot, range(args.workers))))
   if args.list:
-    by_name, finished = finished_runs(args.twins)
+    by_name, finished = finished_runs(args.twins, args.calibration)
     left, unknown, done = 0.0, 0, []
     for i, (label, cfg) in enumerate(runs):
       if experiments.run_path(cfg).exists():
@@ -352,7 +356,7 @@ def main():
     for cfg in missing_weights(runs):
       save_weights(cfg)
   runs = [r for r in runs if not experiments.run_path(r[1]).exists()]  # every worker reads the same list
-  _, finished = finished_runs(args.twins)
+  _, finished = finished_runs(args.twins, args.calibration)
 
   def left(cfg):  # seconds of training cfg's run still needs, from where its workdir stopped
     return seconds_left(cfg, run_times.estimate_seconds(cfg, finished), last_step(cfg))
