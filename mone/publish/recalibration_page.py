@@ -143,7 +143,8 @@ def standing(task: str, root, cal: rc.Calibration = rc.CURRENT) -> str:
   if todo:
     stage = "A" if todo[0].arm in rc.STAGE_A[task] else "B"
     return said + f"{todo[0].candidate}, stage {stage}, {'has' if cal is rc.CURRENT else 'had'} {len(todo)} runs to train."
-  return said + "every candidate failed: a new calibration file must add candidates."
+  return said + ("every candidate failed: a new calibration file must add candidates." if cal is rc.CURRENT
+                 else "every candidate failed.")
 
 
 def candidates(task: str, root, out, cal: rc.Calibration, fold_all: bool) -> list[str]:
