@@ -140,12 +140,17 @@ def measured_cell(c) -> str:
   if c.get("why") and c["verdict"] in ("inconclusive", "not testable"):
     out += f" ({c['why']})"
   if (plain := against_paper(c)) and c["verdict"] != "not testable":
-    out += f". {plain}"
+    out = _sentence(out, plain)
   if robust := robust_text(c):
-    out += f". {robust}"
+    out = _sentence(out, robust)
   if c.get("kind") == "timing" and c.get("note"):  # how the timing was read (e.g. at which operating point)
-    out += f". {c['note']}"
+    out = _sentence(out, c["note"])
   return out
+
+
+def _sentence(text: str, then: str) -> str:
+  """text, then the next sentence: one full stop between them, whether or not text ends with one."""
+  return f"{text} {then}" if text.endswith(".") else f"{text}. {then}"
 
 
 def markdown_table(claims: list[dict], link: str | None = None) -> str:

@@ -46,6 +46,10 @@ def test_a_mean_below_zero_leans_against_the_paper_with_the_reverse_p_value():
   assert verdicts.against_paper(c) == (f"Leans against the paper: below 0 on average, {c['measured']:+.2f} points, "
                                        f"two-sided 95% CI {verdicts.fmt_ci(c)}; 0 is not ruled out "
                                        f"(one-sided p = {reverse:.2g} for 'below 0').")
+  # The sentences after it follow with one full stop between them, not two.
+  c["robust"] = {"n": 10, "median": -1.2, "hodges_lehmann": -0.9, "hl_ci95": [-2.0, 0.3]}
+  cell = verdicts.measured_cell(c)
+  assert f"for 'below 0'). Exploratory, robust to single runs, over 10 seeds" in cell and ".." not in cell
 
 
 def test_nothing_is_said_where_the_data_lean_the_paper_s_way_or_a_match_straddles_zero():
