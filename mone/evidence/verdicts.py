@@ -172,7 +172,7 @@ def markdown_table(claims: list[dict], link: str | None = None) -> str:
       ours = _deviation_cell(c) + ours
     if c.get("exploratory"):
       verdict += " (exploratory)"
-      ours += f". Exploratory: {c['exploratory']}"
+      ours = _sentence(ours, f"Exploratory: {c['exploratory']}")
     cells = [verdict, familywise, f"{c['claim']} ({ident})", str(c["paper"]), ours]
     rows.append(_row(cells))
   paper = head + "\n".join(rows) + "\n" if rows or not targets else ""

@@ -50,6 +50,9 @@ def test_a_mean_below_zero_leans_against_the_paper_with_the_reverse_p_value():
   c["robust"] = {"n": 10, "median": -1.2, "hodges_lehmann": -0.9, "hl_ci95": [-2.0, 0.3]}
   cell = verdicts.measured_cell(c)
   assert f"for 'below 0'). Exploratory, robust to single runs, over 10 seeds" in cell and ".." not in cell
+  del c["robust"]
+  row = verdicts.markdown_table([{**c, "id": "fig.x", "claim": "x", "paper": "y", "exploratory": "added after the data were seen"}]).splitlines()[-1]
+  assert "for 'below 0'). Exploratory: added after the data were seen |" in row and ".." not in row
 
 
 def test_nothing_is_said_where_the_data_lean_the_paper_s_way_or_a_match_straddles_zero():
