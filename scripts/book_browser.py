@@ -37,6 +37,9 @@ PROBE_JS = r"""
 <script>
 window.addEventListener('load', function () {
   function report(problems) {
+    var height = document.documentElement.scrollHeight;  // as a reader first sees it: dropdowns folded
+    // Then every dropdown open: a figure or table folded into one is checked as a reader who opens it sees it.
+    document.querySelectorAll('details').forEach(function (d) { d.open = true; });
     var imgs = Array.prototype.map.call(document.images, function (im) {
       return {src: im.getAttribute('src'), loaded: im.complete && im.naturalWidth > 0,
               natural: im.naturalWidth, shown: im.getBoundingClientRect().width};
@@ -50,7 +53,7 @@ window.addEventListener('load', function () {
               return (e.getAttribute('data-mjx-error') || e.textContent || '').slice(0, 200);
             }),
             mathjax: !!(window.MathJax && window.MathJax.startup), problems: problems,
-            height: document.documentElement.scrollHeight,
+            height: height,
             // A header cell whose word the browser wrapped inside it ("varian / t"): one word, two lines.
             broken_headers: Array.prototype.filter.call(document.querySelectorAll('article th'), function (th) {
               var walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT), node;
