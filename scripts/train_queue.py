@@ -1,6 +1,5 @@
-"""Trains the small profile's runs (`mone.runs.plan.runs`) in plan order (--order longest:
-those with a checkpoint, then the longest first), skipping finished ones and resuming a killed one from its checkpoints. Commit each
-run file as it finishes, with the weights it saves under results/weights/.
+"""Trains the small profile's runs (`mone.runs.plan.runs`; --order: the order they start in), skipping finished
+ones and resuming a killed one from its checkpoints. Commit each run file as it lands, with its weights (results/weights/).
 
   .venv/bin/python scripts/train_queue.py --list        # status of every run, trains nothing
   mkdir -p $HOME/mone-cache && MONE_CACHE_DIR=$HOME/mone-cache nohup .venv/bin/python scripts/train_queue.py >> $HOME/mone-cache/queue.log 2>&1 &
@@ -35,16 +34,15 @@ import time
 
 from mone import results
 from mone.runs import experiments, plan, recalibration, run_times
-from mone.runs.run_times import MARGIN, finishes_in_time, last_step, longest_first, seconds_left
+from mone.runs.run_times import MARGIN, finishes_in_time, last_step, longest_first, seconds_left, shortest_first
 from mone.train import handover, loop
 
 
 def claim(cfg):
-  """This process's lock on cfg's run (an open file: training holds it, closing it frees the run),
-  or None where another live process holds it. Workers take the next free run as they finish one,
-  so a long run never keeps a worker's later runs waiting while another worker idles; the kernel
-  drops a killed process's lock (flock), so a half-trained run resumes with the next queue. Two
-  queues started at once with the same cache (MONE_CACHE_DIR) share the runs the same way."""
+  """This process's lock on cfg's run (an open file: training holds it, closing it frees the run), or None where
+  another live process holds it. Workers take the next free run as they finish one, so a long run never keeps a
+  worker's later runs waiting while another worker idles; the kernel drops a killed process's lock (flock), so a
+  half-trained run resumes with the next queue. Two queues started at once with one cache (MONE_CACHE_DIR) share runs too."""
   import fcntl
   lock = experiments.workdir(cfg).parent / f"{experiments.workdir(cfg).name}.lock"
   lock.parent.mkdir(parents=True, exist_ok=True)
@@ -234,10 +232,10 @@ def main():
   ap.add_argument("--workers", type=int, default=None,
                   help="processes training at once, each taking the next free run as it finishes one (default: 8 on "
                        "a GPU, where one tiny run leaves the chip mostly idle, else 1)")
-  ap.add_argument("--order", choices=("plan", "longest"), default="plan",
-                  help="the order runs start in: the plan's (seed 0's runs before seed 1's) or the longest estimated "
-                       "training left first, which finishes sooner on several workers, after the runs that resume from "
-                       "a checkpoint (default: plan)")
+  ap.add_argument("--order", choices=("plan", "longest", "shortest"), default=None,
+                  help="the order runs start in: the plan's (seed 0's runs before seed 1's); the longest estimated training "
+                       "left first, after the runs that resume from a checkpoint (finishes sooner on several workers); or "
+                       "the shortest first (run_times.shortest_first). Default: shortest with --calibration, else plan")
   ap.add_argument("--pin-cores", action="store_true",
                   help="run worker k on CPU core k alone (Linux; --workers at most the cores this process may use)")
   ap.add_argument("--finish-within", type=float, default=None, metavar="HOURS",
@@ -273,6 +271,7 @@ def main():
     ap.error(f"--pin-cores needs --workers in [1, {len(cores)}] (the cores this process may use), got {args.workers}")
   if args.isa_twins and not args.calibration:
     ap.error("--isa-twins is an option of --calibration")
+  args.order = args.order or ("shortest" if args.calibration else "plan")
   if args.calibration and args.twins:
     ap.error("--calibration and --twins train different runs; pass one")
   if args.calibration:  # frozen: a changed definition stops the queue here
@@ -360,8 +359,9 @@ def main():
 
   def left(cfg):  # seconds of training cfg's run still needs, from where its workdir stopped
     return seconds_left(cfg, run_times.estimate_seconds(cfg, finished), last_step(cfg))
-  if args.order == "longest":
-    runs = longest_first(runs, [left(c) for _, c in runs], [resumable(c) for _, c in runs])
+  if args.order != "plan":
+    seconds = [left(c) for _, c in runs]
+    runs = longest_first(runs, seconds, [resumable(c) for _, c in runs]) if args.order == "longest" else shortest_first(runs, seconds)
   # Without a deadline every run fits: no estimate is computed for the runs a worker passes over.
   fits = (lambda cfg: True) if args.deadline is None else (lambda cfg: finishes_in_time(left(cfg), time.time(), args.deadline))
   trained = 0

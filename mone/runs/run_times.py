@@ -109,6 +109,16 @@ def longest_first(runs: list, seconds: list, resumable: list | None = None) -> l
   return [runs[i] for i in sorted(range(len(runs)), key=lambda i: (not resumable[i], -key[i]))]
 
 
+def shortest_first(runs: list, seconds: list) -> list:
+  """`runs` in the order of their `seconds` of training left (same order; None: no estimate), the
+  shortest first, those without an estimate after them and ties in plan order. The calibration's
+  order: a stage fails at its first run that fails a rule of its own, so the cheap runs decide a
+  failing stage before the long ones have spent their hours (a run its workdir has taken part of the
+  way needs fewer seconds, and so moves up)."""
+  key = [float("inf") if s is None else s for s in seconds]
+  return [runs[i] for i in sorted(range(len(runs)), key=lambda i: key[i])]
+
+
 def last_step(cfg) -> int | None:
   """The last step cfg's workdir logged (metrics.jsonl), or None where it has none."""
   lines = experiments.workdir(cfg) / "metrics.jsonl"

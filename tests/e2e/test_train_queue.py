@@ -116,6 +116,12 @@ def test_longest_first_puts_runs_without_an_estimate_first_and_keeps_plan_order_
   assert train_queue.longest_first(runs, [None] * 5) == runs
 
 
+def test_shortest_first_puts_runs_without_an_estimate_last_and_keeps_plan_order_for_ties():
+  runs = ["a", "b", "c", "d", "e"]
+  assert train_queue.shortest_first(runs, [1.0, 4.0, None, 1.0, 2.5]) == ["a", "d", "e", "b", "c"]
+  assert train_queue.shortest_first(runs, [None] * 5) == runs
+
+
 def test_longest_first_resumes_the_runs_with_a_checkpoint_before_the_others(tmp_path, monkeypatch):
   from mone.runs import experiments, plan
   monkeypatch.setenv("MONE_CACHE_DIR", str(tmp_path))
@@ -255,6 +261,8 @@ def test_a_calibration_slot_trains_the_twins_where_no_other_run_is_left(monkeypa
       train_queue.main()
     assert exit_info.value.code == 0
     assert [c[c.index("--order") + 2:-2] for c in fake.commands] == [["--calibration"] + f for f in commands]
+    # the cheapest runs first: they decide a failing stage before the long ones spend their hours
+    assert all(c[c.index("--order") + 1] == "shortest" for c in fake.commands)
   # without a fallback a slot stops at the first worker that finds nothing
   fake = _Exits([ONE, 0])
   monkeypatch.setattr(train_queue, "start_worker", fake)
