@@ -115,6 +115,11 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
   return out
 
 
+def _share(p: float) -> str:
+  """A probability in percent: one decimal between 99% and 100%, where rounding would print 100."""
+  return f"{100 * p:.1f}" if 0.99 < p < 1 else f"{100 * p:.0f}"
+
+
 def rule_a_noise(task: str, by_arm: dict) -> str:
   """One paragraph: how far a fitted gain errs on these runs (`rc.gain_noise`, the median over the
   candidate's runs at the calibration seeds) and so how often rule (a) passes runs that no longer gain."""
@@ -126,8 +131,8 @@ def rule_a_noise(task: str, by_arm: dict) -> str:
   return (f"Rule (a)'s own noise on these runs: a fitted gain errs by at least {100 * noise:.2f} points (the median "
           "over the runs, from the evaluations' scatter about the fitted line; their residuals' lag-one correlation, "
           f"median {lag:+.2f}, near zero or below where the points scatter independently and this error holds). Runs "
-          f"that have stopped gaining would each pass rule (a) with a probability of at most about {100 * one:.0f}%, and "
-          f"all {runs} runs of both stages with at most about {100 * every:.0f}%: a failure of rule (a) by less than "
+          f"that have stopped gaining would each pass rule (a) with a probability of at most about {_share(one)}%, and "
+          f"all {runs} runs of both stages with at most about {_share(every)}%: a failure of rule (a) by less than "
           "twice this error is within its noise.")
 
 
