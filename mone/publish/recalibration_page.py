@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
+from mone.models import kinds
 from mone.plotting import plots
 from mone.runs import recalibration as rc
 
@@ -136,6 +137,38 @@ def rule_a_noise(task: str, by_arm: dict) -> str:
           "twice this error is within its noise.")
 
 
+def gains_by_recipe(task: str, root) -> list[str]:
+  """Markdown: rule (a)'s reading (the median fitted last-quarter gain, points, and its number of runs)
+  of every committed run of the task with a validation curve, by where it was trained (the previous
+  profile's runs, results/runs, then each calibration's seed runs) and recipe (steps, warmup, peak
+  learning rate), one column per model kind: how the gain shrinks as the recipe lengthens, which is
+  what the candidates' lengths follow. A calibration that measured a run again reads it again."""
+  name = rc.Run(task, rc.CURRENT.candidates[task][0][0], rc.STAGE_A[task][0], rc.SEEDS[0]).config().name
+  sources = [("previous profile", root / "runs")] + [(f"calibration {c.version}", root / c.folder / "runs") for c in rc.ALL]
+  gains, labels = {}, {}
+  for source, folder in sources:
+    for path in sorted(folder.glob(f"{name}-*.json")):
+      m = results.read_json(path)
+      if m["config"].get("name") != name or not any(p.get("val_accuracy") is not None for p in m.get("curve") or []):
+        continue
+      try:
+        gain = rc.fitted_gain(m["curve"], m["train_steps"])
+      except ValueError:  # fewer than 3 validation points in its last quarter: rule (a) cannot read it
+        continue
+      c, kind = m["config"], kinds.named(m["kind"], task != "image")
+      labels[kind.name] = kind.label
+      gains.setdefault((source, c["steps"], c["warmup_steps"], c["lr"]), {}).setdefault(kind.name, []).append(100 * gain)
+  if not gains:
+    return []
+  order = [k for k in kinds.NAMES if k in labels]
+  cell = lambda g: f"{np.median(g):+.2f} ({len(g)})" if g else ""
+  return ["| trained in | steps | warmup | peak rate | " + " | ".join(labels[k] for k in order) + " |",
+          "|---|---|---|---|" + "---|" * len(order),
+          *[f"| {source} | {steps:,} | {warmup:,} | {lr:g} | " + " | ".join(cell(by_kind.get(k, [])) for k in order) + " |"
+            for (source, steps, warmup, lr), by_kind in sorted(gains.items(), key=lambda kv: (
+                [s for s, _ in sources].index(kv[0][0]), kv[0][1], kv[0][2], -kv[0][3]))]]
+
+
 def standing(task: str, root, cal: rc.Calibration = rc.CURRENT) -> str:
   """One sentence: the task's chosen recipe, or the candidates that failed and what trains next (for a
   replaced calibration, what would have)."""
@@ -200,6 +233,11 @@ def page(root=None, out=None) -> str:
   text += ["Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
   for task in rc.TASKS:
     text += [f"## The {task} task", "", *candidates(task, root, out, cal, fold_all=False)]
+    if table := gains_by_recipe(task, root):
+      text += [f"::::{{dropdown}} The {task} task: rule (a)'s reading of every committed run, by recipe", "",
+               "The median fitted gain over the last quarter of the steps (points; runs in brackets), per model kind: "
+               "runs whose gain is below 0.3 points meet rule (a). Every MoNE variant (e_c, allocation, router) is "
+               "in one column.", "", *table, "", "::::", ""]
   for old in [c for c in rc.ALL if c is not cal]:
     text += [f"## The replaced calibration ({old.version})", "",
              f"Fixed in `results/{old.file}` on {old.fixed_on}; its runs are in `results/{old.folder}`. Where each "

@@ -281,3 +281,25 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   replaced = recalibration_page.page(tmp_path, out).split("## The replaced calibration (v3)")[1]
   assert "::::{dropdown} v3 image-12k: 1 run, undecided; its curves and readings" in replaced
   assert (tmp_path / recalibration_page.figures(rc.ALL[0]) / "image-12k.png").exists()
+
+
+def test_the_page_tabulates_rule_a_on_every_committed_run_by_recipe_and_kind(tmp_path):
+  from mone.publish import recalibration_page
+  def run(kind, steps, lr, slope):
+    m = _run_file(0.9, steps=steps, every=steps // 24, slope=slope)
+    m["config"].update(name="moving_temporal", steps=steps, warmup_steps=steps // 10, lr=lr)
+    return {**m, "kind": kind}
+  files = {tmp_path / "runs" / "moving_temporal-vit-a.json": run("vit", 6000, 1e-3, 0.01),
+           tmp_path / "runs" / "moving_temporal-vit-b.json": run("vit", 6000, 1e-3, 0.02),
+           tmp_path / "runs" / "moving_temporal-mone-c.json": run("mone", 6000, 1e-3, 0.004),
+           tmp_path / "calibration_v4" / "runs" / "moving_temporal-mone-d.json": run("mone", 9000, 5e-4, 0.002),
+           tmp_path / "runs" / "digits64-vit-e.json": run("vit", 8000, 1e-3, 0.05)}  # another task's name: not read
+  files[tmp_path / "runs" / "digits64-vit-e.json"]["config"]["name"] = "digits64"
+  for path, m in files.items():
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results.atomic_write_json(path, m)
+  assert recalibration_page.gains_by_recipe("temporal", tmp_path) == [
+      "| trained in | steps | warmup | peak rate | ViViT | MoNE |", "|---|---|---|---|---|---|",
+      "| previous profile | 6,000 | 600 | 0.001 | +1.50 (2) | +0.40 (1) |",
+      "| calibration v4 | 9,000 | 900 | 0.0005 |  | +0.20 (1) |"]
+  assert recalibration_page.gains_by_recipe("appearance", tmp_path) == []
