@@ -117,8 +117,14 @@ def arm_rows(task: str, candidate: str, by_arm: dict) -> list[str]:
 
 
 def _share(p: float) -> str:
-  """A probability in percent: one decimal between 99% and 100%, where rounding would print 100."""
-  return f"{100 * p:.1f}" if 0.99 < p < 1 else f"{100 * p:.0f}"
+  """A probability in percent: below 100% it never prints 100, so between 99% and 100% it keeps the
+  first decimal that is not a 9 (99.7, 99.98)."""
+  if not 0.99 < p < 1:
+    return f"{100 * p:.0f}"
+  digits = 1
+  while f"{100 * p:.{digits}f}".startswith("100") and digits < 6:
+    digits += 1
+  return f"{100 * p:.{digits}f}"
 
 
 def rule_a_noise(task: str, by_arm: dict) -> str:
