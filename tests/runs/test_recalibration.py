@@ -300,6 +300,6 @@ def test_the_page_tabulates_rule_a_on_every_committed_run_by_recipe_and_kind(tmp
     results.atomic_write_json(path, m)
   assert recalibration_page.gains_by_recipe("temporal", tmp_path) == [
       "| trained in | steps | warmup | peak rate | ViViT | MoNE |", "|---|---|---|---|---|---|",
-      "| previous profile | 6,000 | 600 | 0.001 | +1.50 (2) | +0.40 (1) |",
+      "| previous profile | 6,000 | 600 | 0.001 | +1.50 (2; largest +2.00) | +0.40 (1) |",
       "| calibration v4 | 9,000 | 900 | 0.0005 |  | +0.20 (1) |"]
   assert recalibration_page.gains_by_recipe("appearance", tmp_path) == []
