@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
+from mone.configs.arms import arms as plan_arms
 from mone.models import kinds
 from mone.plotting import plots
 from mone.runs import recalibration as rc
@@ -178,6 +179,22 @@ def gains_by_recipe(task: str, root) -> list[str]:
                 [s for s, _ in sources].index(kv[0][0]), kv[0][1], kv[0][2], -kv[0][3]))]]
 
 
+def plan_cost(task: str, finished: list[dict], cal: rc.Calibration = rc.CURRENT) -> str:
+  """One sentence: about how many core-hours the ten-seed plan's runs of the task would take at the
+  previous profile's recipe and at each candidate of cal (`rc.plan_hours`), or '' where an arm has no
+  committed run to time it from."""
+  recipes = [("the previous profile's recipe", {})] + [(name, overrides) for name, overrides in cal.candidates[task]]
+  hours = [(name, rc.plan_hours(task, overrides, finished)) for name, overrides in recipes]
+  if any(h is None for _, h in hours):
+    return ""
+  n_arms = sum(a.task == task for a in plan_arms())
+  return (f"What a plateau costs: the ten-seed plan's {n_arms} arms of this task at {len(rc.PLAN_SEEDS)} seeds "
+          f"({n_arms * len(rc.PLAN_SEEDS)} runs, one core each) would train for about "
+          + ", ".join(f"{h:,.0f} core-hours at {name}" for name, h in hours)
+          + " (`recalibration.plan_hours`: each arm's time per training FLOP in the committed runs, with the "
+          "calibration's settings; a MoNE run at a lower e_c than the one timed is underestimated).")
+
+
 def standing(task: str, root, cal: rc.Calibration = rc.CURRENT) -> str:
   """One sentence: the task's chosen recipe, or the candidates that failed and what trains next (for a
   replaced calibration, what would have)."""
@@ -240,8 +257,12 @@ def page(root=None, out=None) -> str:
     text += [f"These rules are those of `results/{cal.supersedes['file']}`, which this calibration replaced, read "
              f"from more evaluations: {cal.supersedes['why']} Its results are at the end of this page.", ""]
   text += ["Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
+  finished = [results.read_json(p) for folder in [root / "runs"] + [root / c.folder / "runs" for c in rc.ALL]
+              for p in sorted(folder.glob("*.json"))]
   for task in rc.TASKS:
     text += [f"## The {task} task", "", *candidates(task, root, out, cal, fold_all=False)]
+    if cost := plan_cost(task, finished, cal):
+      text += [cost, ""]
     if table := gains_by_recipe(task, root):
       text += [f"::::{{dropdown}} The {task} task: rule (a)'s reading of every committed run, by recipe", "",
                "The median fitted gain over the last quarter of the steps (points; in brackets the runs and, of "

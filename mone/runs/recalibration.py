@@ -38,10 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from mone import results
-from mone.runs import experiments
+from mone.runs import experiments, run_times
 from mone.runs.calibrations import (ALL, CURRENT, FASTER, ISA_TWIN_FLAGS, SEEDS, STAGE_A, STAGE_B, TASKS,  # noqa: F401
                                     Calibration)
 from mone.configs import arms, schema
+from mone.configs.figures import EXTRA_SEEDS, SEEDS_TO_TEN
+from mone.configs.figures import SEEDS as FIRST_SEEDS
+
+PLAN_SEEDS = FIRST_SEEDS + EXTRA_SEEDS + SEEDS_TO_TEN  # the ten seeds a plan trains every headline arm at
 
 PLATEAU_GAIN = 0.003   # fitted validation accuracy gain over the last quarter of steps
 LEFT_CHANCE = 0.10     # above chance (1 / classes) by 10% of the steps
@@ -310,6 +314,20 @@ def queue(isa_twins: bool, freeze: bool) -> list[tuple[str, schema.TrainConfig]]
     os.environ["XLA_FLAGS"] = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), ISA_TWIN_FLAGS) if f)
   os.environ["MONE_RESULTS_DIR"] = str(results.RESULTS / (CURRENT.twin_folder if isa_twins else CURRENT.folder))
   return chosen
+
+
+def plan_hours(task: str, overrides: dict, finished: list[dict]) -> float | None:
+  """About how many core-hours the ten-seed plan's runs of the task (`arms.arms()` at the plan's ten
+  seeds) take with the calibration's settings (`FASTER`) and a recipe's overrides (a candidate's, or {}
+  for the profile's own), from the time per training FLOP of the `finished` run files
+  (`run_times.estimate_seconds`): what a candidate's plateau would cost before it is chosen. None where
+  an arm has no finished run of its name and kind to time it from."""
+  seconds = [run_times.estimate_seconds(schema.apply_overrides(
+      arm.config(), [f"{k}={v}" for k, v in {**FASTER, **overrides}.items()]), finished)
+      for arm in arms.arms() if arm.task == task]
+  if any(s is None for s in seconds):
+    return None
+  return len(PLAN_SEEDS) * sum(seconds) / 3600
 
 
 def committed(twins: bool = False, root=None, cal: Calibration = CURRENT) -> int:

@@ -19,7 +19,7 @@ def estimate_seconds(cfg: schema.TrainConfig, finished: list[dict]) -> float | N
   shared the CPU; a run's wall time counts from its `timed_from_step` (0, or where a run of older
   code resumed: its last part only). Scaled from another config, a MoNE run at a lower e_c is
   underestimated: it spends more time per FLOP (narrower matmuls)."""
-  timed = [m for m in finished if m["name"] == cfg.name and m["kind"] == cfg.kind
+  timed = [m for m in finished if m.get("name") == cfg.name and m.get("kind") == cfg.kind
            and m.get("device", {}).get("kind") == "cpu" and _timed_from(m) < m["train_steps"]]
   twins = [m for m in timed if "seed" in m and m.get("config_hash") == results.config_hash(dataclasses.replace(cfg, seed=m["seed"]))]
   rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - _timed_from(m) / m["train_steps"])) for m in twins or timed]

@@ -6,7 +6,7 @@ import pytest
 from mone import results
 from mone.runs import recalibration as rc
 from mone.runs import plan
-from mone.configs import arms
+from mone.configs import arms, schema
 from mone.runs import calibrations
 from mone.train import loop
 
@@ -303,3 +303,38 @@ def test_the_page_tabulates_rule_a_on_every_committed_run_by_recipe_and_kind(tmp
       "| previous profile | 6,000 | 600 | 0.001 | +1.50 (2; largest +2.00) | +0.40 (1) |",
       "| calibration v4 | 9,000 | 900 | 0.0005 |  | +0.20 (1) |"]
   assert recalibration_page.gains_by_recipe("appearance", tmp_path) == []
+
+
+def _timed_runs(task: str) -> list[dict]:
+  """One finished CPU run file per headline arm of the task, at seed 7, at 2 seconds per training GFLOP."""
+  from mone.train import steps
+  return [{"name": c.name, "kind": c.kind, "seed": 7, "device": {"kind": "cpu"}, "train_steps": c.steps,
+           "train_gflops": steps.train_gflops(c), "wall_time_s": 2 * steps.train_gflops(c),
+           "config_hash": results.config_hash(c)} for c in (a.config(seed=7) for a in arms.arms() if a.task == task)]
+
+
+def test_plan_hours_times_every_headline_arm_of_the_task_at_the_ten_seeds_from_finished_runs():
+  from mone.train import steps
+  appearance = [a for a in arms.arms() if a.task == "appearance"]
+  finished = _timed_runs("appearance")
+  overrides = {"steps": 24_000, "warmup_steps": 1200}
+  cfgs = [schema.apply_overrides(a.config(), [f"{k}={v}" for k, v in {**rc.FASTER, **overrides}.items()])
+          for a in appearance]
+  expected = 10 * sum(2 * steps.train_gflops(c) for c in cfgs) / 3600
+  assert rc.PLAN_SEEDS == tuple(range(10))
+  assert rc.plan_hours("appearance", overrides, finished) == pytest.approx(expected)
+  assert rc.plan_hours("appearance", {"steps": 48_000, "warmup_steps": 1200}, finished) == pytest.approx(2 * expected, rel=1e-3)
+  assert rc.plan_hours("appearance", overrides, finished[:2]) is None  # MoNE has no run to time it from
+  assert rc.plan_hours("image", overrides, finished) is None
+
+
+def test_the_page_says_what_the_plan_would_cost_at_each_candidate():
+  from mone.publish import recalibration_page
+  finished = _timed_runs("appearance")
+  hours = [rc.plan_hours("appearance", o, finished) for o in [{}] + [o for _, o in CANDIDATES["appearance"]]]
+  said = recalibration_page.plan_cost("appearance", finished)
+  assert said.startswith("What a plateau costs: the ten-seed plan's 3 arms of this task at 10 seeds (30 runs, ")
+  assert f"{hours[0]:,.0f} core-hours at the previous profile's recipe, " in said
+  for (name, _), h in zip(CANDIDATES["appearance"], hours[1:]):
+    assert f"{h:,.0f} core-hours at {name}" in said
+  assert recalibration_page.plan_cost("appearance", finished[1:]) == ""  # an arm without a timed run: nothing said
