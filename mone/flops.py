@@ -12,6 +12,9 @@ For MoNE the token counts per expert are the exact static counts EPR uses
 kind's to say (`mone.models.kinds.Kind.layers`). A video's numbers are per clip ("8x1" evaluation
 costs 8x).
 """
+import math
+
+from mone.configs.schema import TrainConfig
 from mone.models import kinds
 from mone.models.config import ViTConfig, ViViTConfig
 
@@ -89,3 +92,31 @@ def gflops(config: ViTConfig | ViViTConfig, kind="vit", e_c: float | None = None
   layer; images only), 'mone' (e_c, or capacities=... and drop_smallest=... directly).
   """
   return macs(config, kind, e_c, **kwargs) / 1e9
+
+
+# ------------------------------------------------------------- a training config's FLOPs ---
+
+
+def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
+  """Inference GFLOPs per example of the config's model at the given capacity."""
+  kind = cfg.model_kind
+  return gflops_at(cfg.model, kind, kind.budget(cfg, e_c), width_index)
+
+
+def train_step_gflops(cfg: TrainConfig) -> float:
+  """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies; MatViT's
+  joint loss runs every nested width forward)."""
+  return cfg.model_kind.train_cost(cfg, lambda e_c, width_index: forward_gflops(cfg, e_c, width_index))
+
+
+def train_gflops(cfg: TrainConfig) -> float:
+  """A whole run's training GFLOPs: forward and backward (3x the forward) of every example."""
+  return 3 * train_step_gflops(cfg) * cfg.batch_size * num_train_steps(cfg)
+
+
+def num_train_steps(cfg: TrainConfig) -> int:
+  """cfg.steps, or with iso_flops the steps that spend the dense ViT's training FLOPs."""
+  if not cfg.iso_flops:
+    return cfg.steps
+  dense = gflops(cfg.model)  # the dense ViT's
+  return int(math.ceil(cfg.steps * dense / train_step_gflops(cfg)))

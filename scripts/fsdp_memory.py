@@ -10,6 +10,7 @@ import argparse
 import jax
 import jax.numpy as jnp
 
+from mone import flops
 from mone.configs import recipes
 from mone.train import sharding, steps
 
@@ -17,7 +18,7 @@ from mone.train import sharding, steps
 def step_memory(cfg) -> dict:
   mesh = sharding.make_mesh(cfg)
   model = steps.build_model(cfg)
-  tx = steps.make_optimizer(cfg, steps.num_train_steps(cfg))
+  tx = steps.make_optimizer(cfg, flops.num_train_steps(cfg))
   x = jax.ShapeDtypeStruct(steps.input_shape(cfg, cfg.batch_size), jnp.float32)
   state = jax.eval_shape(lambda: (lambda p: {"params": p, "opt_state": tx.init(p), "step": jnp.int32(0)})(
       steps.init_params(cfg, model, jnp.zeros(steps.input_shape(cfg)))))

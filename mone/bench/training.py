@@ -43,6 +43,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from mone.configs.arms import Arm, arms, select  # noqa: F401 (the arms it times)
+from mone import flops
 from mone.data import pipeline, sources
 from mone.bench.attention_share import attention_bound, attention_program, recording_attention
 from mone.models import kinds
@@ -93,7 +94,7 @@ class Timed:
     self.test_src = sources.source(small, "test")
     self.mesh = sharding.make_mesh(cfg)
     self.model = steps.build_model(cfg)
-    self.total_steps = steps.num_train_steps(cfg)
+    self.total_steps = flops.num_train_steps(cfg)
     tx = steps.make_optimizer(cfg, self.total_steps)
     params = steps.init_params(cfg, self.model, jnp.zeros(steps.input_shape(cfg)))
     self.state = sharding.place(self.mesh, {"params": params, "opt_state": tx.init(params), "step": jnp.int32(0)},
@@ -158,10 +159,10 @@ class Timed:
     t = time.perf_counter()
     evaluate()
     per_example = (time.perf_counter() - t) / len(self.test_src)
-    curve_gflops = steps.forward_gflops(cfg, e_c, width)
+    curve_gflops = flops.forward_gflops(cfg, e_c, width)
     points = evaluation.eval_points(cfg)
     final_examples = cfg.num_test + cfg.num_val
-    final = sum(per_example * steps.forward_gflops(cfg, e, w) / curve_gflops * final_examples for e, w in points)
+    final = sum(per_example * flops.forward_gflops(cfg, e, w) / curve_gflops * final_examples for e, w in points)
     curves = sum(loop.curve_point_due(cfg, done, self.total_steps) for done in range(1, self.total_steps + 1))
     curve = curves * per_example * (min(loop.CURVE_TRAIN_EXAMPLES, cfg.num_train) + cfg.num_val)
     return {
@@ -192,7 +193,7 @@ def row(timed: Timed, matmul_gflops: float) -> dict:
   """The arm's JSON row: its step, its rate, and its estimated run (see the module docstring)."""
   cfg = timed.cfg
   step_s = float(np.median(timed.times))
-  gflop = 3 * steps.train_step_gflops(cfg) * cfg.batch_size  # forward + backward, as train_gflops counts
+  gflop = 3 * flops.train_step_gflops(cfg) * cfg.batch_size  # forward + backward, as train_gflops counts
   outside = timed.outside()
   train_s = step_s * timed.total_steps
   kind = cfg.model_kind

@@ -5,10 +5,9 @@ whether a run still fits before a deadline (`finishes_in_time`).
 import dataclasses
 import json
 
-from mone import results
+from mone import flops, results
 from mone.runs import experiments
 from mone.configs import schema
-from mone.train import steps
 
 
 def estimate_seconds(cfg: schema.TrainConfig, finished: list[dict]) -> float | None:
@@ -23,7 +22,7 @@ def estimate_seconds(cfg: schema.TrainConfig, finished: list[dict]) -> float | N
            and m.get("device", {}).get("kind") == "cpu" and _timed_from(m) < m["train_steps"]]
   twins = [m for m in timed if "seed" in m and m.get("config_hash") == results.config_hash(dataclasses.replace(cfg, seed=m["seed"]))]
   rates = [m["wall_time_s"] / (m["train_gflops"] * (1 - _timed_from(m) / m["train_steps"])) for m in twins or timed]
-  return min(rates) * steps.train_gflops(cfg) if rates else None
+  return min(rates) * flops.train_gflops(cfg) if rates else None
 
 
 def _timed_from(m: dict) -> int:
@@ -77,7 +76,7 @@ def seconds_left(cfg, estimate: float | None, step: int | None) -> float | None:
   its last checkpoint, at most checkpoint_every steps before that, so this can fall short by that much."""
   if estimate is None or step is None:
     return estimate
-  return estimate * max(0.0, 1 - step / steps.num_train_steps(cfg))
+  return estimate * max(0.0, 1 - step / flops.num_train_steps(cfg))
 
 
 # The estimates (`run_times.estimate_seconds`) take the fastest finished run of the config; the

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mone import flops
 from mone.data import pipeline, sources
 from mone.models import kinds, vivit
 from mone.train import sharding, steps
@@ -77,7 +78,7 @@ def evaluate(cfg: TrainConfig, model, params, source, *, e_c=None, width_index=N
       assignments.append(np.asarray(assignment)[batch["valid"]])
   total = len(source)  # every example once, over all processes
   out = {"e_c": e_c, "width_index": width_index, "accuracy": correct / total,
-         "gflops": steps.forward_gflops(cfg, e_c, width_index), "num_examples": total}
+         "gflops": flops.forward_gflops(cfg, e_c, width_index), "num_examples": total}
   if keep_assignment:
     out["assignment"] = np.concatenate(assignments) if assignments else None
   return out

@@ -31,7 +31,7 @@ from tqdm import (
   tqdm,  # plain: tqdm.auto warns (with local paths) in notebooks lacking ipywidgets
 )
 
-from mone import results
+from mone import flops, results
 from mone.data import pipeline, sources
 from mone.models import kinds
 from mone.train import checkpoints, evaluation, sharding, steps
@@ -57,7 +57,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
                      f"grad_accum ({cfg.grad_accum}), and eval_batch_size={cfg.eval_batch_size} by the devices")
   train_src, test_src = sources.data_sources(cfg)
   model = steps.build_model(cfg)
-  total_steps = steps.num_train_steps(cfg)
+  total_steps = flops.num_train_steps(cfg)
   tx = steps.make_optimizer(cfg, total_steps)
   sample = jnp.zeros(steps.input_shape(cfg))
   params = steps.init_params(cfg, model, sample)
@@ -148,7 +148,7 @@ def train(cfg: TrainConfig, workdir, *, progress: bool = True) -> dict:
       "config_hash": results.config_hash(cfg), "e_c": cfg.model_kind.recorded_e_c(cfg),
       "accuracy": evals[0]["accuracy"], "gflops": evals[0]["gflops"], "evals": evals,
       **({"val_evals": val_evals} if val_evals else {}),
-      "train_steps": total_steps, "train_gflops": steps.train_gflops(cfg),
+      "train_steps": total_steps, "train_gflops": flops.train_gflops(cfg),
       "final_loss": history[-1][1] if history else None, "history": history,
       **({"curve": curve} if learning_curve else {}),
       "wall_time_s": round(elapsed_before + time.time() - t0, 1), "timed_from_step": timed_from,

@@ -2,13 +2,11 @@
 parameters, the optimizer and the jitted update. What differs between the model kinds is
 asked of the config's kind (`TrainConfig.model_kind`, resolved once per config)."""
 import logging
-import math
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from mone import flops
 from mone.data import pipeline
 from mone.models import kinds, layers
 from mone.models.config import ViViTConfig
@@ -33,31 +31,6 @@ def train_budget(cfg: TrainConfig, step: int):
   """This step's budget (`capacity.Budget`, static under jit): the config's e_c, or (adaptive)
   one drawn from cfg.adaptive_e_c; None for a model without routing."""
   return cfg.model_kind.train_budget(cfg, step)
-
-
-def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
-  """Inference GFLOPs per example of the config's model at the given capacity."""
-  kind = cfg.model_kind
-  return flops.gflops_at(cfg.model, kind, kind.budget(cfg, e_c), width_index)
-
-
-def train_step_gflops(cfg: TrainConfig) -> float:
-  """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies; MatViT's
-  joint loss runs every nested width forward)."""
-  return cfg.model_kind.train_cost(cfg, lambda e_c, width_index: forward_gflops(cfg, e_c, width_index))
-
-
-def train_gflops(cfg: TrainConfig) -> float:
-  """A whole run's training GFLOPs: forward and backward (3x the forward) of every example."""
-  return 3 * train_step_gflops(cfg) * cfg.batch_size * num_train_steps(cfg)
-
-
-def num_train_steps(cfg: TrainConfig) -> int:
-  """cfg.steps, or with iso_flops the steps that spend the dense ViT's training FLOPs."""
-  if not cfg.iso_flops:
-    return cfg.steps
-  dense = flops.gflops(cfg.model)  # the dense ViT's
-  return int(math.ceil(cfg.steps * dense / train_step_gflops(cfg)))
 
 
 def init_params(cfg: TrainConfig, model, sample_images):

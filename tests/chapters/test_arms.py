@@ -5,6 +5,7 @@ import pytest
 from mone.plotting import plots
 from mone.configs import figures, profiles, reads
 from mone.configs.arms import Arm, arms
+from mone import flops
 from mone.models import kinds
 from mone.train import steps
 
@@ -86,7 +87,7 @@ def test_a_new_baseline_kind_is_one_registry_entry_and_one_colour(monkeypatch):
   params = steps.init_params(cfg, model, np.zeros(steps.input_shape(cfg), np.float32))
   logits, _ = toy.apply(model, {"params": params}, np.zeros(steps.input_shape(cfg, 2), np.float32))
   assert logits.shape == (2, cfg.model.num_classes)
-  assert steps.forward_gflops(cfg) == steps.forward_gflops(Arm("image", "vit").config("smoke", seed=1))
+  assert flops.forward_gflops(cfg) == flops.forward_gflops(Arm("image", "vit").config("smoke", seed=1))
   with pytest.raises(ValueError, match="kind must be one of .* got 'wider'"):
     Arm("image", "wider")
   figure3 = reads.CHAPTERS["figure3"]

@@ -433,7 +433,7 @@ def test_an_unknown_matmul_precision_stops_the_queue_in_one_line(monkeypatch, ca
 def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(tmp_path, monkeypatch):
   # MoD trained on GPUs only; its CPU twins are the only CPU runs that time it.
   from mone.runs import experiments, plan
-  from mone.train import steps
+  from mone import flops
   mod = [cfg for label, cfg in plan.runs() if label.startswith("MoD, seed ")]
   env = {**os.environ, "MONE_RESULTS_DIR": str(tmp_path), "MONE_CACHE_DIR": str(tmp_path / "cache")}
   cmd = [sys.executable, str(results.REPO / "scripts" / "train_queue.py"), "--list", "--only", "digits64-mod-"]
@@ -446,9 +446,9 @@ def test_the_list_times_a_config_from_its_cpu_twin_when_no_other_cpu_run_has_it(
   twin.write_text(json.dumps({"name": mod[0].name, "kind": mod[0].kind, "seed": mod[0].seed,
                               "config_hash": results.config_hash(mod[0]), "device": {"kind": "cpu"},
                               "train_steps": 8000, "wall_time_s": 7200.0,
-                              "train_gflops": steps.train_gflops(mod[0])}))
+                              "train_gflops": flops.train_gflops(mod[0])}))
   # A run in progress is listed with the part of it left: seed 1 logged step 6000 of 8000.
-  assert steps.num_train_steps(mod[1]) == 8000
+  assert flops.num_train_steps(mod[1]) == 8000
   with monkeypatch.context() as m:
     m.setenv("MONE_CACHE_DIR", str(tmp_path / "cache"))
     log = experiments.workdir(mod[1]) / "metrics.jsonl"

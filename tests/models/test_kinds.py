@@ -50,7 +50,7 @@ def test_every_kind_builds_its_model_and_runs_it_at_every_evaluation_point(name,
       want, _ = model.apply(variables, x, cfg.budget(e_c).capacities, rngs={"routing": jax.random.key(2)})
       np.testing.assert_array_equal(logits, want)
     # the FLOPs of the point, by value and as the models take it
-    assert flops.gflops_at(cfg.model, kind, budget, width_index) == steps.forward_gflops(cfg, e_c, width_index)
+    assert flops.gflops_at(cfg.model, kind, budget, width_index) == flops.forward_gflops(cfg, e_c, width_index)
 
 
 def test_budgets_and_the_points_a_run_reports():

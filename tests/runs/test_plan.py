@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from mone import capacity, results
+from mone import capacity, flops, results
 from mone.evidence import seed_plans
 from mone.runs import experiments, plan, run_times
 from mone.configs import figures, profiles, reads
@@ -124,14 +124,13 @@ def test_planned_runs_have_wide_experts_a_validation_split_and_one_device():
 
 
 def test_the_adaptive_and_iso_flops_runs_spend_the_dense_runs_training_flops():
-  from mone.train import steps
   by_label = dict(figures.image_runs())
   vit = by_label["ViT, seed 0"]
   for label in ("MoNE adaptive, isoFLOPs, seed 0", "MoNE e_c=0.2, isoFLOPs, seed 0"):
     cfg = by_label[label]
-    spent = steps.num_train_steps(cfg) * steps.train_step_gflops(cfg)
-    dense = steps.num_train_steps(vit) * steps.train_step_gflops(vit)
-    assert steps.num_train_steps(cfg) > vit.steps
+    spent = flops.num_train_steps(cfg) * flops.train_step_gflops(cfg)
+    dense = flops.num_train_steps(vit) * flops.train_step_gflops(vit)
+    assert flops.num_train_steps(cfg) > vit.steps
     assert abs(spent / dense - 1) < 0.01, (label, spent / dense)
 
 
@@ -209,9 +208,8 @@ def test_the_committed_ten_seed_plan_names_the_queues_runs_and_freezes_every_cla
 
 
 def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_kind_by_flops():
-  from mone.train import steps
   vit = profiles.image_config("small", kind="vit")
-  gflops = steps.train_gflops(vit)
+  gflops = flops.train_gflops(vit)
   finished = [{"name": vit.name, "kind": "vit", "device": {"kind": "cpu"}, "train_steps": 8000, "train_gflops": gflops,
                "wall_time_s": 4000.0, "resumed_from_step": 0},
               # resumed half-way: 2,000 s for the last half, the faster rate
@@ -229,21 +227,20 @@ def test_estimate_seconds_scales_the_fastest_finished_run_of_the_same_name_and_k
   # The same config at another seed is the estimate, even where another config runs faster per FLOP
   # (a MoNE run at a lower e_c runs slower per FLOP)
   mone_run = lambda c, wall: {"name": c.name, "kind": "mone", "seed": c.seed, "config_hash": results.config_hash(c),
-                              "device": {"kind": "cpu"}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
+                              "device": {"kind": "cpu"}, "train_steps": c.steps, "train_gflops": flops.train_gflops(c),
                               "wall_time_s": wall, "timed_from_step": 0}
   finished += [mone_run(profiles.mone_config("small", 0.4), 1000.0), mone_run(profiles.mone_config("small", 0.2), 900.0)]
   assert run_times.estimate_seconds(profiles.mone_config("small", 0.2, seed=2), finished) == pytest.approx(900.0)
   assert run_times.estimate_seconds(profiles.mone_config("small", 0.4, seed=1), finished) == pytest.approx(1000.0)
-  fastest = min(1000.0 / steps.train_gflops(profiles.mone_config("small", 0.4)), 900.0 / steps.train_gflops(profiles.mone_config("small", 0.2)))
-  assert run_times.estimate_seconds(profiles.mone_config("small", 0.3), finished) == pytest.approx(fastest * steps.train_gflops(profiles.mone_config("small", 0.3)))
+  fastest = min(1000.0 / flops.train_gflops(profiles.mone_config("small", 0.4)), 900.0 / flops.train_gflops(profiles.mone_config("small", 0.2)))
+  assert run_times.estimate_seconds(profiles.mone_config("small", 0.3), finished) == pytest.approx(fastest * flops.train_gflops(profiles.mone_config("small", 0.3)))
   assert run_times.estimate_seconds(profiles.video_config("small", "temporal", kind="vit"), finished) is None
 
 
 def test_recompute_seconds_counts_cpu_runs_as_measured_and_estimates_the_others():
-  from mone.train import steps
   vit0, vit1, vit2, mone0 = profiles.image_config("small", kind="vit"), profiles.image_config("small", kind="vit", seed=1), profiles.image_config("small", kind="vit", seed=2), profiles.mone_config("small", 0.4)
   run = lambda c, device, wall, **kw: {"name": c.name, "kind": c.kind, "seed": c.seed, "config_hash": results.config_hash(c),
-                                       "device": {"kind": device}, "train_steps": c.steps, "train_gflops": steps.train_gflops(c),
+                                       "device": {"kind": device}, "train_steps": c.steps, "train_gflops": flops.train_gflops(c),
                                        "wall_time_s": wall, "timed_from_step": 0, **kw}
   finished = [run(vit0, "cpu", 3600.0), run(vit1, "NVIDIA H100", 60.0), run(vit2, "cpu", 1800.0, timed_from_step=4000)]
   got = run_times.recompute_seconds([("a", vit0), ("b", vit1), ("c", vit2), ("d", mone0)], finished)

@@ -307,20 +307,20 @@ def test_the_page_tabulates_rule_a_on_every_committed_run_by_recipe_and_kind(tmp
 
 def _timed_runs(task: str) -> list[dict]:
   """One finished CPU run file per headline arm of the task, at seed 7, at 2 seconds per training GFLOP."""
-  from mone.train import steps
+  from mone import flops
   return [{"name": c.name, "kind": c.kind, "seed": 7, "device": {"kind": "cpu"}, "train_steps": c.steps,
-           "train_gflops": steps.train_gflops(c), "wall_time_s": 2 * steps.train_gflops(c),
+           "train_gflops": flops.train_gflops(c), "wall_time_s": 2 * flops.train_gflops(c),
            "config_hash": results.config_hash(c)} for c in (a.config(seed=7) for a in arms.arms() if a.task == task)]
 
 
 def test_plan_hours_times_every_headline_arm_of_the_task_at_the_ten_seeds_from_finished_runs():
-  from mone.train import steps
+  from mone import flops
   appearance = [a for a in arms.arms() if a.task == "appearance"]
   finished = _timed_runs("appearance")
   overrides = {"steps": 24_000, "warmup_steps": 1200}
   cfgs = [schema.apply_overrides(a.config(), [f"{k}={v}" for k, v in {**rc.FASTER, **overrides}.items()])
           for a in appearance]
-  expected = 10 * sum(2 * steps.train_gflops(c) for c in cfgs) / 3600
+  expected = 10 * sum(2 * flops.train_gflops(c) for c in cfgs) / 3600
   assert rc.PLAN_SEEDS == tuple(range(10))
   assert rc.plan_hours("appearance", overrides, finished) == pytest.approx(expected)
   assert rc.plan_hours("appearance", {"steps": 48_000, "warmup_steps": 1200}, finished) == pytest.approx(2 * expected, rel=1e-3)

@@ -52,8 +52,8 @@ def test_a_bounded_alpha_mone_run_trains_its_router(tmp_path):
 def test_iso_flops_trains_longer_by_the_flop_ratio():
   cfg = tiny(kind="mone", e_c=0.3, iso_flops=True)
   ratio = flops.gflops(cfg.model, "vit") / flops.gflops(cfg.model, "mone", 0.3)
-  assert steps.num_train_steps(cfg) == int(np.ceil(cfg.steps * ratio))
-  assert steps.num_train_steps(dataclasses.replace(cfg, iso_flops=False)) == cfg.steps
+  assert flops.num_train_steps(cfg) == int(np.ceil(cfg.steps * ratio))
+  assert flops.num_train_steps(dataclasses.replace(cfg, iso_flops=False)) == cfg.steps
 
 
 def test_mone_finetunes_from_matvit(tmp_path):
