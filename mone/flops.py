@@ -11,6 +11,9 @@ For MoNE the token counts per expert are the exact static counts EPR uses
 (`mone.capacity.expert_counts`); which tokens each block processes, at which width, is the model
 kind's to say (`mone.models.kinds.Kind.layers`). A video's numbers are per clip ("8x1" evaluation
 costs 8x).
+
+A training config's FLOPs (`forward_gflops`, `train_gflops`, ...) sum these over a run: what a run file
+records, and what the run-time estimates scale by (`mone.runs.run_times`).
 """
 import math
 
