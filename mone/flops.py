@@ -17,7 +17,6 @@ records, and what the run-time estimates scale by (`mone.runs.run_times`).
 """
 import math
 
-from mone.configs.schema import TrainConfig
 from mone.models import kinds
 from mone.models.config import ViTConfig, ViViTConfig
 
@@ -98,26 +97,28 @@ def gflops(config: ViTConfig | ViViTConfig, kind="vit", e_c: float | None = None
 
 
 # ------------------------------------------------------------- a training config's FLOPs ---
+# cfg is a `mone.configs.schema.TrainConfig`, asked only for its fields and kind: importing the schema
+# here would make the FLOP counter depend on the datasets the schema validates against.
 
 
-def forward_gflops(cfg: TrainConfig, e_c: float | None = None, width_index: int | None = None) -> float:
+def forward_gflops(cfg, e_c: float | None = None, width_index: int | None = None) -> float:
   """Inference GFLOPs per example of the config's model at the given capacity."""
   kind = cfg.model_kind
   return gflops_at(cfg.model, kind, kind.budget(cfg, e_c), width_index)
 
 
-def train_step_gflops(cfg: TrainConfig) -> float:
+def train_step_gflops(cfg) -> float:
   """Forward GFLOPs per training example, averaged over steps (adaptive e_c varies; MatViT's
   joint loss runs every nested width forward)."""
   return cfg.model_kind.train_cost(cfg, lambda e_c, width_index: forward_gflops(cfg, e_c, width_index))
 
 
-def train_gflops(cfg: TrainConfig) -> float:
+def train_gflops(cfg) -> float:
   """A whole run's training GFLOPs: forward and backward (3x the forward) of every example."""
   return 3 * train_step_gflops(cfg) * cfg.batch_size * num_train_steps(cfg)
 
 
-def num_train_steps(cfg: TrainConfig) -> int:
+def num_train_steps(cfg) -> int:
   """cfg.steps, or with iso_flops the steps that spend the dense ViT's training FLOPs."""
   if not cfg.iso_flops:
     return cfg.steps
