@@ -1,6 +1,7 @@
 """The book's page on the next profile's calibration: every candidate recipe's validation curves and
-how its runs stand against the rules frozen in results/calibration_v4.json (`mone.runs.recalibration`),
-and below them the calibration it replaced (results/calibration_v3.json), its results as they stood.
+how its runs stand against the rules frozen in the current calibration's file (`mone.runs.calibrations`,
+results/calibration_<version>.json; `mone.runs.recalibration` applies them), and below them each
+calibration it replaced, the latest first, its results as they stood.
 
 The page reads only what the rules read, the validation curves; a run's test accuracy is never shown
 here, so the page cannot steer the choice it reports. A candidate with no run yet is listed, not
@@ -240,6 +241,12 @@ def candidates(task: str, root, out, cal: rc.Calibration, fold_all: bool) -> lis
   return text
 
 
+def _why(cal: rc.Calibration) -> str:
+  """Why cal replaced the calibration before it, as a sentence."""
+  why = cal.supersedes["why"]
+  return why[0].upper() + why[1:]
+
+
 def page(root=None, out=None) -> str:
   """The page (Markdown); with out, each candidate's figure is drawn under results/ first and linked
   relative to out."""
@@ -254,8 +261,8 @@ def page(root=None, out=None) -> str:
       "accuracy. Candidates are tried in order, and a later one trains only where the earlier ones failed.", "",
       *[f"- **{name.replace('_', ' ', 1)}**: {rule}" for name, rule in rules.items()], ""]
   if cal.supersedes:
-    text += [f"These rules are those of `results/{cal.supersedes['file']}`, which this calibration replaced, read "
-             f"from more evaluations: {cal.supersedes['why']} Its results are at the end of this page.", ""]
+    text += [f"This calibration replaced `results/{cal.supersedes['file']}`: {_why(cal)} Every replaced calibration's "
+             "results are at the end of this page, the latest first.", ""]
   text += ["Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
   finished = [results.read_json(p) for folder in [root / "runs"] + [root / c.folder / "runs" for c in rc.ALL]
               for p in sorted(folder.glob("*.json"))]
@@ -269,10 +276,11 @@ def page(root=None, out=None) -> str:
                "several, the largest gain), per model kind: rule (a) asks every run for less than 0.3 points, so a "
                "recipe meets it where the largest gain of every kind is below 0.3. Every MoNE variant (e_c, "
                "allocation, router) is in one column.", "", *table, "", "::::", ""]
-  for old in [c for c in rc.ALL if c is not cal]:
+  for old in [c for c in reversed(rc.ALL) if c is not cal]:
+    replaced = f" It replaced `results/{old.supersedes['file']}`: {_why(old)}" if old.supersedes else ""
     text += [f"## The replaced calibration ({old.version})", "",
-             f"Fixed in `results/{old.file}` on {old.fixed_on}; its runs are in `results/{old.folder}`. Where each "
-             "task stood when it was replaced:", "", *[f"- {standing(task, root, old)}" for task in rc.TASKS], ""]
+             f"Fixed in `results/{old.file}` on {old.fixed_on}; its runs are in `results/{old.folder}`.{replaced}", "",
+             "Where each task stood when it was replaced:", "", *[f"- {standing(task, root, old)}" for task in rc.TASKS], ""]
     for task in rc.TASKS:
       text += candidates(task, root, out, old, fold_all=True)
   return "\n".join(text)

@@ -1,5 +1,5 @@
-"""The next profile's recipe, chosen by rules fixed before any of its runs (results/calibration_v4.json,
-which replaced results/calibration_v3.json: `mone.runs.calibrations` says what each froze and why).
+"""The next profile's recipe, chosen by rules fixed before any of its runs (results/calibration_<version>.json,
+the current one and those it replaced: `mone.runs.calibrations` says what each froze and why).
 
 The ten-seed small profile showed three faults (book/ten_seed_readout.md): dense ViT runs still
 improving when training stops, temporal runs that stall at chance or at the half-way plateau (5 of 35

@@ -165,7 +165,7 @@ def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(mon
     for cal in recalibration.ALL:
       runs = list((results.RESULTS / cal.folder / "runs").glob("*.json"))
       assert recalibration.committed(cal=cal) == len(runs) and (runs or cal is recalibration.CURRENT)
-    folder = "calibration_v4/avx2" if twins else "calibration_v4"
+    folder = recalibration.CURRENT.twin_folder if twins else recalibration.CURRENT.folder
     assert os.environ["MONE_RESULTS_DIR"].endswith(folder)
     assert (os.environ.get("XLA_FLAGS") == recalibration.ISA_TWIN_FLAGS) == twins
     # Workdirs of its own: an earlier calibration's run of the same config must not finish this one's.

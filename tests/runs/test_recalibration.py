@@ -36,21 +36,23 @@ def test_the_committed_files_are_the_frozen_documents():
   assert rc.write(results.RESULTS) is False  # unchanged: nothing written
 
 
-def test_the_current_calibration_keeps_the_replaced_ones_rules_and_reads_more_of_each_last_quarter():
-  old, new = rc.document(calibrations.V3), rc.document(calibrations.V4)
-  assert rc.CURRENT is calibrations.V4 and rc.ALL == (calibrations.V3, calibrations.V4)
-  for same in ("rules", "seeds", "stage_a_arms", "stage_b_arms", "isa_twin", "every_run", "order", "purpose"):
-    assert old[same] == new[same], same
-  assert "supersedes" not in old and new["supersedes"]["file"] == calibrations.V3.file
-  for task, cands in calibrations.V4.candidates.items():
-    for name, _ in cands:
-      cfg = rc.Run(task, name, calibrations.STAGE_A[task][0], 100).config()
+def test_each_later_calibration_keeps_the_replaced_ones_rules_and_reads_enough_of_each_last_quarter():
+  assert rc.CURRENT is calibrations.V5 and rc.ALL == (calibrations.V3, calibrations.V4, calibrations.V5)
+  for older, later in zip(rc.ALL, rc.ALL[1:]):
+    old, new = rc.document(older), rc.document(later)
+    for same in ("rules", "seeds", "stage_a_arms", "stage_b_arms", "isa_twin", "every_run", "order", "purpose"):
+      assert old[same] == new[same], (later.version, same)
+    assert new["supersedes"]["file"] == older.file
+  assert "supersedes" not in rc.document(calibrations.V3)
+  for cal in rc.ALL[1:]:
+    for task, name in [(t, name) for t, cands in cal.candidates.items() for name, _ in cands]:
+      cfg = rc.Run(task, name, calibrations.STAGE_A[task][0], 100, cal=cal).config()
       due = [s for s in range(1, cfg.steps + 1) if loop.curve_point_due(cfg, s, cfg.steps)]
       assert sum(4 * s >= 3 * cfg.steps for s in due) >= 50, name  # rule (a)'s points
       assert sum(s <= 0.1 * cfg.steps for s in due) >= 2, name      # rule (b)'s first part's
   # Measured again: v3's last temporal candidate is the same training (same run id), read from more
   # points, in its own folder (and workdirs, `rc.queue`), so neither calibration's file stands in for the other's.
-  v3, v4 = (rc.Run("temporal", "temporal-9k-warmup10-lr5e-4", "table1:uniform", 100, cal=c) for c in rc.ALL)
+  v3, v4 = (rc.Run("temporal", "temporal-9k-warmup10-lr5e-4", "table1:uniform", 100, cal=c) for c in rc.ALL[:2])
   assert v3.config().tail_eval_every == 0 and v4.config().tail_eval_every == 45
   assert results.run_id(v3.config()) == results.run_id(v4.config())
   assert v3.run_path(results.RESULTS).name == v4.run_path(results.RESULTS).name
@@ -82,14 +84,14 @@ def test_calibration_seeds_are_no_plans_and_every_arm_is_a_plan_arm():
 
 
 def test_a_run_config_is_its_arm_with_the_candidate_the_faster_step_and_its_seed():
-  run = rc.Run("temporal", "temporal-9k-warmup10-lr5e-4", "table1:uniform", 101)
+  run = rc.Run("temporal", "temporal-18k-warmup10-lr5e-4", "table1:uniform", 101)
   cfg, base = run.config(), arms.select(["table1:uniform"])[0].config()
-  assert (cfg.steps, cfg.warmup_steps, cfg.eval_every, cfg.lr, cfg.seed) == (9000, 900, 375, 5e-4, 101)
+  assert (cfg.steps, cfg.warmup_steps, cfg.eval_every, cfg.lr, cfg.seed) == (18_000, 1800, 750, 5e-4, 101)
   assert (cfg.model.weight_grad, cfg.eval_batch_size) == ("direct", 100)
   assert (cfg.name, cfg.kind, cfg.allocation, cfg.e_c) == (base.name, base.kind, base.allocation, base.e_c)
   twin = rc.Run("temporal", run.candidate, run.arm, 101, twin=True)
   assert twin.config() == cfg and twin.run_path(results.RESULTS) != run.run_path(results.RESULTS)
-  assert "/calibration_v4/avx2/runs/" in str(twin.run_path(results.RESULTS))
+  assert f"/{rc.CURRENT.twin_folder}/runs/" in str(twin.run_path(results.RESULTS)) and rc.CURRENT.twin_folder.endswith("/avx2")
 
 
 def test_the_fitted_gain_reads_a_line_through_noise():
@@ -268,11 +270,15 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   second = CANDIDATES["temporal"][1][0]
   assert f"- **temporal**: failed the rules: {first} (stage A); {second}, stage A, has 16 runs to train." in page
   # the failed candidate folds away, its curves and readings one click away
-  assert f"::::{{dropdown}} v4 {first}: failed the rules (stage A); its curves and readings" in page and f"### {first}" not in page
+  assert f"::::{{dropdown}} {rc.CURRENT.version} {first}: failed the rules (stage A); its curves and readings" in page and f"### {first}" not in page
   assert "Rule (a)'s own noise on these runs: a fitted gain errs by at least 0.00 points (the median over the runs, " \
          "from the evaluations' scatter about the fitted line; their residuals' lag-one correlation, median +0.00," in page
   assert [recalibration_page._share(p) for p in (0.9965, 0.99981, 1.0, 0.934, 0.026)] == ["99.7", "99.98", "100", "93", "3"]
-  # The replaced calibration follows, as it stood: its candidates folded, what it would have trained next.
+  # Why the current one replaced the one before it; the replaced ones follow, the latest first, as they
+  # stood: why each replaced its own predecessor, its candidates folded, what it would have trained next.
+  assert f"This calibration replaced `results/{rc.ALL[-2].file}`: {rc.CURRENT.supersedes['why'][0].upper()}" in page
+  assert page.index("## The replaced calibration (v4)") < page.index("## The replaced calibration (v3)")
+  assert "It replaced `results/calibration_v3.json`: Rule (a) read seven validation points per run" in page
   replaced = page[page.index("## The replaced calibration (v3)"):]
   assert "Fixed in `results/calibration_v3.json` on 2026-12-05" in replaced and "## The" not in replaced[5:]
   assert "- **temporal**: temporal-6k-warmup10, stage A, had 16 runs to train." in replaced
