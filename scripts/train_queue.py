@@ -203,13 +203,13 @@ def supervise(name: str, command: list[str], core: int | None, max_runs: int, fa
 def finished_runs(twins: bool, calibration: bool = False) -> tuple[dict, list[dict]]:
   """(this folder's run files by file name, the run files that time the queue's runs): the latter
   are the other folders' first (the CPU twins time the configs that first trained on a GPU, and MoD
-  has no other CPU run; an earlier calibration's runs time the current one's), then this folder's, so
+  has no other CPU run; the profile's and the earlier calibrations' runs time a calibration's), then this folder's, so
   that a config's own run here wins where both have one (`run_times.estimate_seconds`). Each file is
   read once."""
   def read(folder):
     return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
   if calibration:
-    others = [results.RESULTS / cal.folder / "runs" for cal in recalibration.ALL if cal is not recalibration.CURRENT]
+    others = [results.RESULTS / "runs"] + [results.RESULTS / c.folder / "runs" for c in recalibration.ALL if c is not recalibration.CURRENT]
   else:
     others = [results.RESULTS / "runs" if twins else experiments.results_root() / plan.TWINS / "runs"]
   own = read(experiments.results_root() / "runs")

@@ -160,6 +160,8 @@ def test_the_calibration_queue_lists_its_pending_runs_apart_from_their_twins(mon
     listed = [line.split()[-1] for line in out.splitlines() if "seed 10" in line]
     expected = [r for r in recalibration.pending() if r.twin == twins]
     assert listed and len(listed) == len(expected)
+    # every arm of the current calibration has a committed run of its name and kind to be timed from
+    assert " ? h " not in out, out
     # the files already committed are counted apart from the pending runs the list shows
     assert f"{recalibration.committed(twins)} calibration run files committed; {len(expected)} runs pending" in out
     for cal in recalibration.ALL:
