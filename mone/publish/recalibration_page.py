@@ -147,7 +147,8 @@ def rule_a_noise(task: str, by_arm: dict) -> str:
 
 def gains_by_recipe(task: str, root) -> list[str]:
   """Markdown: rule (a)'s reading (the median fitted last-quarter gain, points, its number of runs and,
-  of several, the largest gain, which is the one rule (a) decides on) of every committed run of the task with a validation curve, by where it was trained (the previous
+  of several, the largest gain, which is the one rule (a) decides on) of every committed run of the
+  task with a validation curve, by where it was trained (the previous
   profile's runs, results/runs, then each calibration's seed runs) and recipe (steps, warmup, peak
   learning rate), one column per model kind: how the gain shrinks as the recipe lengthens, which is
   what the candidates' lengths follow. A calibration that measured a run again reads it again."""
