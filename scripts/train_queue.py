@@ -32,7 +32,7 @@ import subprocess
 import threading
 import time
 
-from mone import results
+from mone import flops, results
 from mone.runs import experiments, plan, recalibration, run_times
 from mone.runs.run_times import MARGIN, finishes_in_time, last_step, longest_first, seconds_left, shortest_first
 from mone.train import handover, loop
@@ -140,8 +140,7 @@ def start_worker(command: list[str], core: int | None, **popen) -> subprocess.Po
 # process holds what its own run needs: a temporal ViViT run about 7 GB.
 ONE_RUN_DONE = 3  # a worker's exit status after the one run it was started for: more may be left
 CRASHES_IN_A_ROW = 3  # a worker that stops this often in a row without finishing a run is not restarted
-
-
+FINISH_FROM = 0.9  # a calibration run this far through its steps finishes even once no rule reads it
 DECIDED_POLL_S = 60  # how often a calibration worker checks that its run is still wanted
 
 
@@ -150,15 +149,16 @@ def drop_when_decided(cfg, isa_twins: bool, poll_s: float = DECIDED_POLL_S) -> t
   that cfg's run is still pending. Once another run has decided its stage without it (a run failing a
   rule that reads that run alone: `recalibration.failed_already`), no rule will read it: the worker
   ends as after a finished run (ONE_RUN_DONE), and its slot takes the next pending run instead of
-  training this one for hours. The run's checkpoints stay in its work folder."""
-  name, done = experiments.run_path(cfg).name, threading.Event()
+  training this one for hours. The run's checkpoints stay in its work folder. A run past FINISH_FROM of
+  its steps trains to its end instead: the little it still costs buys one more curve for the book."""
+  name, done, near_end = experiments.run_path(cfg).name, threading.Event(), FINISH_FROM * flops.num_train_steps(cfg)
 
   def wanted():
     return any(r.twin == isa_twins and r.run_path(results.RESULTS).name == name for r in recalibration.pending())
 
   def watch():
     while not done.wait(poll_s):
-      if not wanted():
+      if not wanted() and (last_step(cfg) or 0) < near_end:
         logging.info("dropping %s: its stage was decided without it; %s", name, recalibration.status().replace("\n", "; "))
         logging.shutdown()
         os._exit(ONE_RUN_DONE)  # from this thread: the training step holds the main one

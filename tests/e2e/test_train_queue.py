@@ -547,3 +547,23 @@ def test_a_calibration_worker_drops_its_run_once_its_stage_is_decided_without_it
   pending.append(run)
   train_queue.drop_when_decided(run.config(), isa_twins=True, poll_s=0.01)
   assert ended.wait(5) and exits == [train_queue.ONE_RUN_DONE]
+
+
+def test_a_calibration_run_near_its_end_trains_on_once_its_stage_is_decided(monkeypatch):
+  run = recalibration.pending()[0]
+  steps = train_queue.flops.num_train_steps(run.config())
+  logged = [int(train_queue.FINISH_FROM * steps) - 1]  # the last step its workdir logged
+  monkeypatch.setattr(train_queue.recalibration, "pending", lambda: [])  # decided without it
+  monkeypatch.setattr(train_queue, "last_step", lambda cfg: logged[0])
+  exits, ended = [], threading.Event()
+  monkeypatch.setattr(train_queue.os, "_exit", lambda status: (exits.append(status), ended.set()))
+  monkeypatch.setattr(train_queue.logging, "shutdown", lambda: None)
+  finished = train_queue.drop_when_decided(run.config(), isa_twins=False, poll_s=0.01)
+  assert ended.wait(5) and exits == [train_queue.ONE_RUN_DONE]  # just short of FINISH_FROM: dropped
+  finished.set()
+  exits.clear()
+  ended.clear()
+  logged[0] = int(train_queue.FINISH_FROM * steps) + 1
+  finished = train_queue.drop_when_decided(run.config(), isa_twins=False, poll_s=0.01)
+  assert not ended.wait(0.2) and exits == []  # past it: the run finishes
+  finished.set()
