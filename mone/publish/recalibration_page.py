@@ -145,16 +145,14 @@ def rule_a_noise(task: str, by_arm: dict) -> str:
           "twice this error is within its noise.")
 
 
-def gains_by_recipe(task: str, root) -> list[str]:
-  """Markdown: rule (a)'s reading (the median fitted last-quarter gain, points, its number of runs and,
-  of several, the largest gain, which is the one rule (a) decides on) of every committed run of the
-  task with a validation curve, by where it was trained (the previous
-  profile's runs, results/runs, then each calibration's seed runs) and recipe (steps, warmup, peak
-  learning rate), one column per model kind: how the gain shrinks as the recipe lengthens, which is
-  what the candidates' lengths follow. A calibration that measured a run again reads it again."""
+def gains(task: str, root) -> tuple[dict, dict]:
+  """Rule (a)'s reading (the fitted last-quarter gain, points) of every committed run of the task with a
+  validation curve: ({(where it trained, steps, warmup, peak rate): {kind name: [gains]}}, {kind name:
+  label}), where it trained being the previous profile's runs (results/runs) or a calibration's seed runs.
+  A calibration that measured a run again reads it again."""
   name = rc.Run(task, rc.CURRENT.candidates[task][0][0], rc.STAGE_A[task][0], rc.SEEDS[0]).config().name
   sources = [("previous profile", root / "runs")] + [(f"calibration {c.version}", root / c.folder / "runs") for c in rc.ALL]
-  gains, labels = {}, {}
+  found, labels = {}, {}
   for source, folder in sources:
     for path in sorted(folder.glob(f"{name}-*.json")):
       m = results.read_json(path)
@@ -166,8 +164,18 @@ def gains_by_recipe(task: str, root) -> list[str]:
         continue
       c, kind = m["config"], kinds.named(m["kind"], task != "image")
       labels[kind.name] = kind.label
-      gains.setdefault((source, c["steps"], c["warmup_steps"], c["lr"]), {}).setdefault(kind.name, []).append(100 * gain)
-  if not gains:
+      found.setdefault((source, c["steps"], c["warmup_steps"], c["lr"]), {}).setdefault(kind.name, []).append(100 * gain)
+  order = [s for s, _ in sources]
+  return dict(sorted(found.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2], -kv[0][3]))), labels
+
+
+def gains_by_recipe(task: str, root) -> list[str]:
+  """Markdown: rule (a)'s reading of every committed run of the task (`gains`) by where it trained and
+  recipe, one column per model kind: the median, its number of runs and, of several, the largest gain
+  (the one rule (a) decides on). How the gain shrinks as the recipe lengthens, which is what the
+  candidates' lengths follow."""
+  found, labels = gains(task, root)
+  if not found:
     return []
   order = [k for k in kinds.NAMES if k in labels]
   def cell(g):
@@ -177,8 +185,42 @@ def gains_by_recipe(task: str, root) -> list[str]:
   return ["| trained in | steps | warmup | peak rate | " + " | ".join(labels[k] for k in order) + " |",
           "|---|---|---|---|" + "---|" * len(order),
           *[f"| {source} | {steps:,} | {warmup:,} | {lr:g} | " + " | ".join(cell(by_kind.get(k, [])) for k in order) + " |"
-            for (source, steps, warmup, lr), by_kind in sorted(gains.items(), key=lambda kv: (
-                [s for s, _ in sources].index(kv[0][0]), kv[0][1], kv[0][2], -kv[0][3]))]]
+            for (source, steps, warmup, lr), by_kind in found.items()]]
+
+
+GAIN_SCALE = (-1.0, 2.0)  # points: the figure's y range; a stalled run's gain (up to +26) is drawn at its edge
+
+
+def gains_figure(task: str, found: dict, labels: dict):
+  """Rule (a)'s reading of every committed run (`gains`) against the run's steps, one colour per model kind,
+  one marker per peak learning rate (open: the previous profile's runs), and the
+  rule's threshold: where the points of the longer recipes fall below it, a plateau is in reach; where they
+  do not move down as the steps grow, more steps alone will not meet the rule."""
+  import matplotlib.pyplot as plt
+  plots.theme()
+  fig, ax = plt.subplots(figsize=(7.8, 3.6))
+  kind_order = [k for k in kinds.NAMES if k in labels]
+  rates = sorted({lr for _, _, _, lr in found}, reverse=True)
+  lo, hi = GAIN_SCALE
+  for (source, steps, _, lr), by_kind in found.items():
+    for i, k in enumerate(kind_order):
+      g = np.clip(by_kind.get(k, []), lo, hi)
+      x = np.full(len(g), steps / 1000 * (1 + 0.02 * (i - (len(kind_order) - 1) / 2)))  # kinds side by side
+      face = "none" if source == "previous profile" else f"C{i}"
+      ax.scatter(x, g, s=30, marker="osD^"[rates.index(lr) % 4], facecolors=face, edgecolors=f"C{i}", linewidths=1.2, zorder=3)
+  ax.axhline(100 * rc.PLATEAU_GAIN, color="0.15", lw=1, ls="--", zorder=2)
+  ax.axhline(0, color="0.5", lw=0.8, zorder=1)
+  ax.set(xscale="log", ylim=(lo - 0.1, hi + 0.1), xlabel="the run's steps (thousands)",
+         ylabel="fitted gain over the\nlast quarter (points)", title=f"The {task} task: rule (a)'s reading of every run")
+  ticks = sorted({steps / 1000 for _, steps, _, _ in found})  # one tick per recipe length, nothing between
+  ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+  ax.xaxis.set_minor_locator(plt.NullLocator())
+  handles = [plt.Line2D([], [], ls="", marker="o", color=f"C{i}", label=labels[k]) for i, k in enumerate(kind_order)]
+  handles += [plt.Line2D([], [], ls="", marker="osD^"[j % 4], color="0.3", label=f"peak rate {lr:g}") for j, lr in enumerate(rates)]
+  handles += [plt.Line2D([], [], ls="--", color="0.15", label="rule (a): below this")]
+  ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+  fig.tight_layout()
+  return fig
 
 
 def plan_cost(task: str, finished: list[dict], cal: rc.Calibration = rc.CURRENT) -> str:
@@ -271,6 +313,15 @@ def page(root=None, out=None) -> str:
     text += [f"## The {task} task", "", *candidates(task, root, out, cal, fold_all=False)]
     if cost := plan_cost(task, finished, cal):
       text += [cost, ""]
+    found, labels = gains(task, root)
+    if out is not None and found:
+      png = results.RESULTS / figures(cal) / f"gains-{task}.png"
+      plots.save_png(gains_figure(task, found, labels), png, dpi=100)
+      text += [f"![Rule (a)'s reading of every committed {task} run against its steps]"
+               f"({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", "",
+               f"Each point is one run's fitted gain over its last quarter, at its length (open: the previous profile's "
+               f"runs; gains beyond {GAIN_SCALE[1]:+.0f} points, the runs that stalled, drawn at the "
+               "top edge). A recipe meets rule (a) where every run's point lies below the dashed line.", ""]
     if table := gains_by_recipe(task, root):
       text += [f"::::{{dropdown}} The {task} task: rule (a)'s reading of every committed run, by recipe", "",
                "The median fitted gain over the last quarter of the steps (points; in brackets the runs and, of "

@@ -289,7 +289,7 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   assert (tmp_path / recalibration_page.figures(rc.ALL[0]) / "image-12k.png").exists()
 
 
-def test_the_page_tabulates_rule_a_on_every_committed_run_by_recipe_and_kind(tmp_path):
+def test_the_page_tabulates_and_draws_rule_a_on_every_committed_run_by_recipe_and_kind(tmp_path, monkeypatch):
   from mone.publish import recalibration_page
   def run(kind, steps, lr, slope):
     m = _run_file(0.9, steps=steps, every=steps // 24, slope=slope)
@@ -309,6 +309,19 @@ def test_the_page_tabulates_rule_a_on_every_committed_run_by_recipe_and_kind(tmp
       "| previous profile | 6,000 | 600 | 0.001 | +1.50 (2; largest +2.00) | +0.40 (1) |",
       "| calibration v4 | 9,000 | 900 | 0.0005 |  | +0.20 (1) |"]
   assert recalibration_page.gains_by_recipe("appearance", tmp_path) == []
+  # The same readings drawn against the steps, a stalled run's gain at the figure's edge.
+  found, labels = recalibration_page.gains("temporal", tmp_path)
+  assert list(found) == [("previous profile", 6000, 600, 1e-3), ("calibration v4", 9000, 900, 5e-4)]
+  found[("previous profile", 6000, 600, 1e-3)]["vit"].append(25.0)
+  fig = recalibration_page.gains_figure("temporal", found, labels)
+  points = sorted((round(x), round(y, 2)) for c in fig.axes[0].collections for x, y in c.get_offsets())
+  assert points == [(6, 0.4), (6, 1.0), (6, 2.0), (6, recalibration_page.GAIN_SCALE[1]), (9, 0.2)]
+  assert [line.get_ydata()[0] for line in fig.axes[0].lines] == [100 * rc.PLATEAU_GAIN, 0]
+  monkeypatch.setattr(results, "RESULTS", tmp_path)  # the page draws its figures under the same folder
+  page = recalibration_page.page(tmp_path, tmp_path / "book" / "calibration.md")
+  png = tmp_path / recalibration_page.figures() / "gains-temporal.png"
+  assert png.exists() and f"](../{recalibration_page.figures()}/gains-temporal.png)" in page
+  assert "gains-appearance.png" not in page  # no run of that task: nothing drawn
 
 
 def _timed_runs(task: str) -> list[dict]:
