@@ -146,17 +146,18 @@ def rule_a_noise(task: str, by_arm: dict) -> str:
 
 
 def gains(task: str, root) -> tuple[dict, dict]:
-  """Rule (a)'s reading (the fitted last-quarter gain, points) of every committed run of the task with a
-  validation curve: ({(where it trained, steps, warmup, peak rate): {kind name: [gains]}}, {kind name:
-  label}), where it trained being the previous profile's runs (results/runs) or a calibration's seed runs.
-  A calibration that measured a run again reads it again."""
+  """Rule (a)'s reading (the fitted last-quarter gain, points) and the final validation accuracy (%) of
+  every committed run of the task with a validation curve: ({(where it trained, steps, warmup, peak rate):
+  {kind name: [(gain, final)]}}, {kind name: label}), where it trained being the previous profile's runs
+  (results/runs) or a calibration's seed runs. A calibration that measured a run again reads it again."""
   name = rc.Run(task, rc.CURRENT.candidates[task][0][0], rc.STAGE_A[task][0], rc.SEEDS[0]).config().name
   sources = [("previous profile", root / "runs")] + [(f"calibration {c.version}", root / c.folder / "runs") for c in rc.ALL]
   found, labels = {}, {}
   for source, folder in sources:
     for path in sorted(folder.glob(f"{name}-*.json")):
       m = results.read_json(path)
-      if m["config"].get("name") != name or not any(p.get("val_accuracy") is not None for p in m.get("curve") or []):
+      val = [p["val_accuracy"] for p in m.get("curve") or [] if p.get("val_accuracy") is not None]
+      if m["config"].get("name") != name or not val:
         continue
       try:
         gain = rc.fitted_gain(m["curve"], m["train_steps"])
@@ -164,7 +165,8 @@ def gains(task: str, root) -> tuple[dict, dict]:
         continue
       c, kind = m["config"], kinds.named(m["kind"], task != "image")
       labels[kind.name] = kind.label
-      found.setdefault((source, c["steps"], c["warmup_steps"], c["lr"]), {}).setdefault(kind.name, []).append(100 * gain)
+      found.setdefault((source, c["steps"], c["warmup_steps"], c["lr"]), {}).setdefault(kind.name, []).append(
+          (100 * gain, 100 * val[-1]))
   order = [s for s, _ in sources]
   return dict(sorted(found.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2], -kv[0][3]))), labels
 
@@ -178,7 +180,8 @@ def gains_by_recipe(task: str, root) -> list[str]:
   if not found:
     return []
   order = [k for k in kinds.NAMES if k in labels]
-  def cell(g):
+  def cell(pairs):
+    g = [gain for gain, _ in pairs]
     if len(g) < 2:
       return f"{g[0]:+.2f} (1)" if g else ""
     return f"{np.median(g):+.2f} ({len(g)}; largest {max(g):+.2f})"
@@ -189,36 +192,45 @@ def gains_by_recipe(task: str, root) -> list[str]:
 
 
 GAIN_SCALE = (-1.0, 2.0)  # points: the figure's y range; a stalled run's gain (up to +26) is drawn at its edge
+FINAL_FLOOR = 10  # points below the calibration runs' lowest final accuracy: a stalled run is drawn at this edge
 
 
 def gains_figure(task: str, found: dict, labels: dict):
-  """Rule (a)'s reading of every committed run (`gains`) against the run's steps, one colour per model kind,
-  one marker per peak learning rate (open: the previous profile's runs), and the
-  rule's threshold: where the points of the longer recipes fall below it, a plateau is in reach; where they
-  do not move down as the steps grow, more steps alone will not meet the rule."""
+  """Every committed run (`gains`) against its steps, one colour per model kind, one marker per peak
+  learning rate (open: the previous profile's runs). Above, rule (a)'s reading with the rule's threshold:
+  where the longer recipes' points fall below it, a plateau is in reach. Below, the final validation
+  accuracy: where it still rises with the steps, the runs are under-trained; where it stays level while
+  the reading above does not fall, the last quarter's gain is what the learning rate's decay adds at any
+  length, and more steps alone will not meet the rule."""
   import matplotlib.pyplot as plt
   plots.theme()
-  fig, ax = plt.subplots(figsize=(7.8, 3.6))
+  fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.8, 6.2), sharex=True)
   kind_order = [k for k in kinds.NAMES if k in labels]
   rates = sorted({lr for _, _, _, lr in found}, reverse=True)
   lo, hi = GAIN_SCALE
+  calibrated = [f for (source, *_), by_kind in found.items() if source != "previous profile"
+                for pairs in by_kind.values() for _, f in pairs]
+  floor = min(calibrated or [f for by_kind in found.values() for pairs in by_kind.values() for _, f in pairs]) - FINAL_FLOOR
   for (source, steps, _, lr), by_kind in found.items():
     for i, k in enumerate(kind_order):
-      g = np.clip(by_kind.get(k, []), lo, hi)
-      x = np.full(len(g), steps / 1000 * (1 + 0.02 * (i - (len(kind_order) - 1) / 2)))  # kinds side by side
-      face = "none" if source == "previous profile" else f"C{i}"
-      ax.scatter(x, g, s=30, marker="osD^"[rates.index(lr) % 4], facecolors=face, edgecolors=f"C{i}", linewidths=1.2, zorder=3)
-  ax.axhline(100 * rc.PLATEAU_GAIN, color="0.15", lw=1, ls="--", zorder=2)
-  ax.axhline(0, color="0.5", lw=0.8, zorder=1)
-  ax.set(xscale="log", ylim=(lo - 0.1, hi + 0.1), xlabel="the run's steps (thousands)",
-         ylabel="fitted gain over the\nlast quarter (points)", title=f"The {task} task: rule (a)'s reading of every run")
+      pairs = np.array(by_kind.get(k, []), dtype=float).reshape(-1, 2)
+      x = np.full(len(pairs), steps / 1000 * (1 + 0.02 * (i - (len(kind_order) - 1) / 2)))  # kinds side by side
+      style = dict(s=30, marker="osD^"[rates.index(lr) % 4], edgecolors=f"C{i}", linewidths=1.2, zorder=3,
+                   facecolors="none" if source == "previous profile" else f"C{i}")
+      top.scatter(x, np.clip(pairs[:, 0], lo, hi), **style)
+      bottom.scatter(x, np.maximum(pairs[:, 1], floor), **style)
+  top.axhline(100 * rc.PLATEAU_GAIN, color="0.15", lw=1, ls="--", zorder=2)
+  top.axhline(0, color="0.5", lw=0.8, zorder=1)
+  top.set(xscale="log", ylim=(lo - 0.1, hi + 0.1), ylabel="fitted gain over the\nlast quarter (points)",
+          title=f"The {task} task: every run's rule (a) reading and final accuracy")
+  bottom.set(ylim=(floor - 1, 100), xlabel="the run's steps (thousands)", ylabel="final validation\naccuracy (%)")
   ticks = sorted({steps / 1000 for _, steps, _, _ in found})  # one tick per recipe length, nothing between
-  ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-  ax.xaxis.set_minor_locator(plt.NullLocator())
+  bottom.set_xticks(ticks, [f"{t:g}" for t in ticks])
+  bottom.xaxis.set_minor_locator(plt.NullLocator())
   handles = [plt.Line2D([], [], ls="", marker="o", color=f"C{i}", label=labels[k]) for i, k in enumerate(kind_order)]
   handles += [plt.Line2D([], [], ls="", marker="osD^"[j % 4], color="0.3", label=f"peak rate {lr:g}") for j, lr in enumerate(rates)]
   handles += [plt.Line2D([], [], ls="--", color="0.15", label="rule (a): below this")]
-  ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+  top.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
   fig.tight_layout()
   return fig
 
@@ -319,9 +331,12 @@ def page(root=None, out=None) -> str:
       plots.save_png(gains_figure(task, found, labels), png, dpi=100)
       text += [f"![Rule (a)'s reading of every committed {task} run against its steps]"
                f"({os.path.relpath(png.resolve(), Path(out).resolve().parent)})", "",
-               f"Each point is one run's fitted gain over its last quarter, at its length (open: the previous profile's "
-               f"runs; gains beyond {GAIN_SCALE[1]:+.0f} points, the runs that stalled, drawn at the "
-               "top edge). A recipe meets rule (a) where every run's point lies below the dashed line.", ""]
+               f"Each point is one run at its length (open: the previous profile's runs): above, its fitted gain over its "
+               f"last quarter (gains beyond {GAIN_SCALE[1]:+.0f} points drawn at the top edge), below, its final "
+               f"validation accuracy (a run more than {FINAL_FLOOR} points below every calibration run drawn at the "
+               "bottom edge: the runs that stalled). A recipe meets rule (a) where every run's point above lies below "
+               "the dashed line; where the final accuracy below stays level as the steps grow, longer recipes no "
+               "longer buy accuracy.", ""]
     if table := gains_by_recipe(task, root):
       text += [f"::::{{dropdown}} The {task} task: rule (a)'s reading of every committed run, by recipe", "",
                "The median fitted gain over the last quarter of the steps (points; in brackets the runs and, of "

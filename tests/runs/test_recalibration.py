@@ -312,11 +312,15 @@ def test_the_page_tabulates_and_draws_rule_a_on_every_committed_run_by_recipe_an
   # The same readings drawn against the steps, a stalled run's gain at the figure's edge.
   found, labels = recalibration_page.gains("temporal", tmp_path)
   assert list(found) == [("previous profile", 6000, 600, 1e-3), ("calibration v4", 9000, 900, 5e-4)]
-  found[("previous profile", 6000, 600, 1e-3)]["vit"].append(25.0)
+  assert found[("calibration v4", 9000, 900, 5e-4)]["mone"] == [pytest.approx((0.2, 90.0), abs=1e-3)]
+  found[("previous profile", 6000, 600, 1e-3)]["vit"].append((25.0, 12.5))  # a run that stalled
   fig = recalibration_page.gains_figure("temporal", found, labels)
-  points = sorted((round(x), round(y, 2)) for c in fig.axes[0].collections for x, y in c.get_offsets())
-  assert points == [(6, 0.4), (6, 1.0), (6, 2.0), (6, recalibration_page.GAIN_SCALE[1]), (9, 0.2)]
+  def drawn(ax):
+    return sorted((round(x), round(y, 2)) for c in ax.collections for x, y in c.get_offsets())
+  assert drawn(fig.axes[0]) == [(6, 0.4), (6, 1.0), (6, 2.0), (6, recalibration_page.GAIN_SCALE[1]), (9, 0.2)]
   assert [line.get_ydata()[0] for line in fig.axes[0].lines] == [100 * rc.PLATEAU_GAIN, 0]
+  floor = 90.0 - recalibration_page.FINAL_FLOOR  # below the calibration run's final accuracy
+  assert drawn(fig.axes[1]) == [(6, floor), (6, 90.0), (6, 90.0), (6, 90.0), (9, 90.0)]
   monkeypatch.setattr(results, "RESULTS", tmp_path)  # the page draws its figures under the same folder
   page = recalibration_page.page(tmp_path, tmp_path / "book" / "calibration.md")
   png = tmp_path / recalibration_page.figures() / "gains-temporal.png"
