@@ -171,12 +171,11 @@ def gains(task: str, root) -> tuple[dict, dict]:
   return dict(sorted(found.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2], -kv[0][3]))), labels
 
 
-def gains_by_recipe(task: str, root) -> list[str]:
-  """Markdown: rule (a)'s reading of every committed run of the task (`gains`) by where it trained and
-  recipe, one column per model kind: the median, its number of runs and, of several, the largest gain
-  (the one rule (a) decides on). How the gain shrinks as the recipe lengthens, which is what the
-  candidates' lengths follow."""
-  found, labels = gains(task, root)
+def gains_by_recipe(found: dict, labels: dict) -> list[str]:
+  """Markdown: rule (a)'s reading of a task's committed runs (`gains`' found and labels) by where they
+  trained and recipe, one column per model kind: the median, its number of runs and, of several, the
+  largest gain (the one rule (a) decides on). How the gain shrinks as the recipe lengthens, which is what
+  the candidates' lengths follow."""
   if not found:
     return []
   order = [k for k in kinds.NAMES if k in labels]
@@ -337,7 +336,7 @@ def page(root=None, out=None) -> str:
                "bottom edge: the runs that stalled). A recipe meets rule (a) where every run's point above lies below "
                "the dashed line; where the final accuracy below stays level as the steps grow, longer recipes no "
                "longer buy accuracy.", ""]
-    if table := gains_by_recipe(task, root):
+    if table := gains_by_recipe(found, labels):
       text += [f"::::{{dropdown}} The {task} task: rule (a)'s reading of every committed run, by recipe", "",
                "The median fitted gain over the last quarter of the steps (points; in brackets the runs and, of "
                "several, the largest gain), per model kind: rule (a) asks every run for less than 0.3 points, so a "

@@ -304,11 +304,11 @@ def test_the_page_tabulates_and_draws_rule_a_on_every_committed_run_by_recipe_an
   for path, m in files.items():
     path.parent.mkdir(parents=True, exist_ok=True)
     results.atomic_write_json(path, m)
-  assert recalibration_page.gains_by_recipe("temporal", tmp_path) == [
+  assert recalibration_page.gains_by_recipe(*recalibration_page.gains("temporal", tmp_path)) == [
       "| trained in | steps | warmup | peak rate | ViViT | MoNE |", "|---|---|---|---|---|---|",
       "| previous profile | 6,000 | 600 | 0.001 | +1.50 (2; largest +2.00) | +0.40 (1) |",
       "| calibration v4 | 9,000 | 900 | 0.0005 |  | +0.20 (1) |"]
-  assert recalibration_page.gains_by_recipe("appearance", tmp_path) == []
+  assert recalibration_page.gains_by_recipe(*recalibration_page.gains("appearance", tmp_path)) == []
   # The same readings drawn against the steps, a stalled run's gain at the figure's edge.
   found, labels = recalibration_page.gains("temporal", tmp_path)
   assert list(found) == [("previous profile", 6000, 600, 1e-3), ("calibration v4", 9000, 900, 5e-4)]
