@@ -198,9 +198,8 @@ def gains_figure(task: str, found: dict, labels: dict):
   """Every committed run (`gains`) against its steps, one colour per model kind, one marker per peak
   learning rate (open: the previous profile's runs). Above, rule (a)'s reading with the rule's threshold:
   where the longer recipes' points fall below it, a plateau is in reach. Below, the final validation
-  accuracy: where it still rises with the steps, the runs are under-trained; where it stays level while
-  the reading above does not fall, the last quarter's gain is what the learning rate's decay adds at any
-  length, and more steps alone will not meet the rule."""
+  accuracy: where it still rises with the steps, the runs are under-trained; where it stays level, longer
+  recipes no longer buy accuracy, whatever the reading above says."""
   import matplotlib.pyplot as plt
   plots.theme()
   fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.8, 6.2), sharex=True)
