@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
   tr.add_argument("--pair", nargs="+", default=None, metavar="KEY=VALUE",
                   help="time every arm also with these config overrides, in turns with the arm as it is, and "
                        "compare the two (e.g. eval_batch_size=100 model.weight_grad=direct)")
+  tr.add_argument("--base", nargs="+", default=None, metavar="KEY=VALUE",
+                  help="config overrides every arm is timed with, --pair's before its own (e.g. the calibration's "
+                       "model.weight_grad=direct eval_batch_size=100, to time one more setting against it)")
   tr.add_argument("--attention", action="store_true",
                   help="also time each step's attention alone, in the same turns, and bound MoNE's rate over the dense "
                        "model's by it (attention_share.attention_bound); default --json results/bench/cpu-training-attention.json")
@@ -114,8 +117,8 @@ def check(args):
   if args.training and (args.block or args.matmul or args.routing or args.report or args.video_only):
     raise ValueError("--training times the training steps alone; it does not combine with --block, --matmul, "
                      "--routing, --report or --video-only")
-  if not args.training and (args.arms or args.pair or args.attention):
-    raise ValueError("--arms, --pair and --attention are options of --training")
+  if not args.training and (args.arms or args.pair or args.base or args.attention):
+    raise ValueError("--arms, --pair, --base and --attention are options of --training")
   if args.block + args.matmul + args.routing > 1:
     raise ValueError("--block, --matmul and --routing time different things; pass one of them")
   if args.video_only and not args.video:
@@ -290,7 +293,7 @@ def main_training(args):
   print(f"training throughput on {meta['device']} / {meta['cpu_model']} ({results.usable_cores()} of "
         f"{meta['cores']} cores usable), jax {meta['jax']}, code {meta['code']}, load average {meta['load_avg'][0]:.2f}")
   out = training.measure(args.arms or (), rounds=args.rounds, steps_per_round=args.steps, pair=args.pair or (),
-                         attention=args.attention)
+                         base=args.base or (), attention=args.attention)
   results.atomic_write_json(args.json, {
       "machine": {**meta, "cores_used": results.usable_cores(), "load_avg_end": list(os.getloadavg()),
                   "peak_rss_mib": results.peak_rss_mib()},

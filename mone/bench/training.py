@@ -323,19 +323,23 @@ def _sittings(sittings: list[tuple[dict, dict]]) -> dict:
   return out
 
 
-def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=print, attention: bool = False) -> dict:
+def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=print, attention: bool = False,
+            base=()) -> dict:
   """Times the arms named (all by default) as the module docstring says; returns rows, summary
   and the matmul rates. pair: 'key=value' overrides (e.g. eval_batch_size=100): every arm is then
-  timed twice, as it is and with them, in turns, and `paired` compares the two. attention: time each
-  step's attention alone beside it (the rows' "attention", the summary's mone_over_dense_bound)."""
-  chosen = select(names)
+  timed twice, as it is and with them, in turns, and `paired` compares the two. base: overrides
+  every arm is timed with, pair's applied after them (a setting timed against the faster step
+  rather than the profile's). attention: time each step's attention alone beside it (the rows'
+  "attention", the summary's mone_over_dense_bound)."""
+  chosen = tuple(dataclasses.replace(a, overrides=tuple(base)) for a in select(names))
   if pair:
-    chosen = tuple(x for a in chosen for x in (a, dataclasses.replace(a, overrides=tuple(pair))))
-    for arm in chosen[1::2]:  # a bad override is a one-line error before anything is timed
-      try:
+    chosen = tuple(x for a in chosen for x in (a, dataclasses.replace(a, overrides=tuple(base) + tuple(pair))))
+  for flag, given in (("--base", base), ("--pair", pair)):  # a bad override: one line, before anything is timed
+    try:
+      for arm in chosen if given else ():
         arm.config()
-      except ValueError as e:
-        raise ValueError(f"--pair: {e}") from None
+    except ValueError as e:
+      raise ValueError(f"{flag}: {e}") from None
   if rounds < 1 or steps_per_round < 1:
     raise ValueError(f"--rounds and --steps must be >= 1, got {rounds} and {steps_per_round}")
   before = matmul_rate()
@@ -351,6 +355,8 @@ def measure(names=(), rounds: int = 5, steps_per_round: int = 4, pair=(), log=pr
   after = matmul_rate()
   rate = max(before, after)
   rows = [row(t, rate) for t in ready]
+  for x in rows if base else ():  # a row's overrides stay the pair's, as the comparisons of files read them
+    x["base"], x["overrides"] = list(base), x["overrides"][len(base):]
   for x in rows:
     log(f"{x['arm'] + (' *' if x['overrides'] else ''):26s} {x['step_ms']:8.1f} ms/step {x['gflop_per_s']:6.1f} GFLOP/s "
         f"({100 * x['matmul_fraction']:.0f}% of matmul), outside the step {100 * x['run']['outside_share']:.0f}% of a run"

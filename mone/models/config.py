@@ -34,6 +34,7 @@ BARRIERS = ("auto", "on", "off")
 MLPS = ("auto", "xla", "pallas")
 LAYER_LOOPS = ("unroll", "scan")  # `mone.models.layers.run_blocks`
 WEIGHT_GRADS = ("autodiff", "direct", "narrow_first")  # `mone.models.linear.linear`
+TUBELET_EMBEDS = ("conv", "matmul")  # `mone.models.vivit.TubeletEmbed`
 
 
 def _check_paths(cfg) -> None:
@@ -220,12 +221,15 @@ class ViViTConfig(_Derived):
   mlp: str = _added("auto")
   layer_loop: str = _added("unroll")  # the spatial encoder's; the 4 temporal blocks stay unrolled
   weight_grad: str = _added("autodiff")  # as ViTConfig's (every block's projections, spatial and temporal)
+  tubelet_embed: str = _added("conv")  # "matmul": the same embedding as one matmul (vivit.TubeletEmbed)
 
   def __post_init__(self):
     _check_paths(self)
     need = _check_common(self, ("num_frames", "tubelet_size", "image_size", "patch_size", "channels",
                                 "width", "depth", "temporal_depth", "num_heads", "mlp_ratio",
                                 "num_classes"), "spatial depth")
+    need(self.tubelet_embed in TUBELET_EMBEDS,
+         f"tubelet_embed must be one of {TUBELET_EMBEDS}, got {self.tubelet_embed!r}")
     need(self.num_frames % self.tubelet_size == 0,
          f"num_frames={self.num_frames} must be divisible by tubelet_size={self.tubelet_size}")
 

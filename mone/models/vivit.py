@@ -20,13 +20,16 @@ import numpy as np
 
 from mone.models import nested
 from mone.models.config import ViViTConfig
-from mone.models.layers import block_class, head_kernel_init
+from mone.models.layers import PatchConv, block_class, head_kernel_init
 
 
 class TubeletEmbed(nn.Module):
   """Non-overlapping t x p x p tubelets -> D features (ViViT's tubelet embedding), plus
   learned spatial position embeddings shared by every temporal index (the temporal
-  transformer adds its own). Returns [B T', N, D], temporal indices folded into the batch."""
+  transformer adds its own). Returns [B T', N, D], temporal indices folded into the batch.
+  config.tubelet_embed: "conv", the 3-D convolution every committed run trained with, or "matmul",
+  the same parameters and function as one matmul over flattened tubelets (`layers.PatchConv`),
+  summed in another order: the last bits differ, so it is part of a run's config (its hash)."""
   config: ViViTConfig
 
   @nn.compact
@@ -38,7 +41,10 @@ class TubeletEmbed(nn.Module):
                        f"(batch, num_frames, image_size, image_size, channels) for config "
                        f"{cfg.name}; got {tuple(video.shape)}")
     kernel = (cfg.tubelet_size, cfg.patch_size, cfg.patch_size)
-    x = nn.Conv(cfg.width, kernel, strides=kernel, padding="VALID", name="conv")(video)  # [B, T', h, w, D]
+    if cfg.tubelet_embed == "matmul":
+      x = PatchConv(cfg.width, kernel, cfg.weight_grad, name="conv")(video)  # [B, T' h w, D]
+    else:
+      x = nn.Conv(cfg.width, kernel, strides=kernel, padding="VALID", name="conv")(video)  # [B, T', h, w, D]
     x = x.reshape(-1, cfg.num_tokens, cfg.width)  # [B T', N, D], row-major patch order
     pos = self.param("pos_embedding", nn.initializers.normal(stddev=cfg.width ** -0.5),
                      (1, cfg.num_tokens, cfg.width))

@@ -36,10 +36,40 @@ def test_an_unknown_arm_is_refused_with_the_arms_listed():
 def test_training_options_are_refused_where_they_do_not_apply(capsys):
   with pytest.raises(SystemExit):
     cli.main(["--arms", "image:vit"])
-  assert "--arms, --pair and --attention are options of --training" in capsys.readouterr().err
+  assert "--arms, --pair, --base and --attention are options of --training" in capsys.readouterr().err
   with pytest.raises(SystemExit):
     cli.main(["--training", "--block"])
   assert "--training times the training steps alone" in capsys.readouterr().err
+
+
+def test_base_overrides_come_before_the_pairs_and_are_recorded_apart(monkeypatch):
+  """--base times every arm with its overrides, the pair's variant with the pair's after them; a row's
+  `overrides` stay the pair's alone (the comparisons of --training files tell reference from variant by
+  them), its `base` the rest. A bad override in either is a one-line error naming its flag."""
+  timed = []
+
+  class Fake:
+    def __init__(self, arm, **_):
+      self.arm, self.cfg, self.compile_s = arm, arm.config(), 0.0
+      timed.append(self)
+
+    def run(self, n):
+      pass
+
+  monkeypatch.setattr(training, "Timed", Fake)
+  monkeypatch.setattr(training, "matmul_rate", lambda: 50.0)
+  monkeypatch.setattr(training, "row", lambda t, rate: {"arm": t.arm.name, "overrides": list(t.arm.overrides), "label": "ViViT",
+                                                        "step_ms": 1.0, "gflop_per_s": 1.0, "matmul_fraction": 0.1,
+                                                        "run": {"estimated_wall_s": 1.0, "outside_share": 0.0}})
+  monkeypatch.setattr(training, "summary", lambda rows: {})
+  base, pair = ("model.weight_grad=direct",), ("model.tubelet_embed=matmul",)
+  out = training.measure(["temporal:vit"], rounds=1, steps_per_round=1, pair=pair, base=base, log=lambda *_: None)
+  assert [t.arm.overrides for t in timed] == [base, base + pair]
+  assert [t.cfg.model.tubelet_embed for t in timed] == ["conv", "matmul"]
+  assert [(r["base"], r["overrides"]) for r in out["rows"]] == [(list(base), []), (list(base), list(pair))]
+  for flag, kw in (("--base", {"base": ("model.weight_grad=fast",)}), ("--pair", {"pair": ("model.tubelet_embed=fft",)})):
+    with pytest.raises(ValueError, match=f"^{flag}: .*must be one of"):
+      training.measure(["temporal:vit"], **kw)
 
 
 def test_a_timed_arm_gives_a_row_whose_numbers_agree(monkeypatch):

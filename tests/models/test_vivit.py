@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import hlo_matmul_macs, randomize, set_alpha
+from helpers import assert_parameter_gradients_agree, hlo_matmul_macs, randomize, set_alpha, smoke_kind
 
-from mone import capacity, flops
+from mone import capacity, flops, results
+from mone.configs import profiles
 from mone.models import config, kinds, masked, routing, vivit
 
 CFG = config.vivit("tiny/8x2")  # 4 temporal indices x 16 tokens, width 32, 2 + 1 layers
@@ -69,10 +70,44 @@ def test_variants():
     ({"num_routers": 5}, "num_routers must be in"),
     ({"router": "oracle"}, "router must be one of"),
     ({"temporal_depth": 0}, "temporal_depth must be a positive integer"),
-    ({"head_zeroinit": "no"}, "head_zeroinit must be True or False")])
+    ({"head_zeroinit": "no"}, "head_zeroinit must be True or False"),
+    ({"tubelet_embed": "fft"}, r"tubelet_embed must be one of \('conv', 'matmul'\), got 'fft'")])
 def test_bad_configs_name_the_parameter(kw, match):
   with pytest.raises(ValueError, match=match):
     config.vivit("XS/4x2", **kw)
+
+
+def test_the_tubelet_matmul_initialises_and_computes_as_the_convolution():
+  """tubelet_embed="matmul" is nn.Conv's tubelet embedding as one matmul: the same parameters, drawn
+  alike from the same key (so a checkpoint of either loads in the other), and the same outputs; only
+  the order of the sums differs."""
+  mm = dataclasses.replace(CFG, tubelet_embed="matmul")
+  init_with = lambda cfg: kinds.build(cfg, "mone").init(jax.random.key(1), X, CAPS)
+  ref, got = init_with(CFG), init_with(mm)
+  assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(ref)
+  for r, g in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got)):
+    np.testing.assert_array_equal(g, r)
+  v = variables()
+  for kind, kw in (("vit", {}), ("mone", {"capacities": CAPS}), ("matvit", {"width_index": 1})):
+    vk = v if kind == "mone" else dense_part(v)
+    want, got = apply(CFG, kind, vk, **kw)[0], apply(mm, kind, vk, **kw)[0]
+    assert np.abs(np.asarray(want)).max() > 0.1
+    np.testing.assert_allclose(got, want, **TOL)
+
+
+@pytest.mark.parametrize("kind,e_c", [("vit", None), ("matvit", None), ("mone", 0.3)])
+def test_the_tubelet_matmuls_gradients_are_the_convolutions(kind, e_c):
+  """Every parameter's gradient, to float32 rounding: atol 1e-4 because the spatial CLS token's gradient
+  sums to entries of 10-30 here, where a reordered sum moves an entry near 0 by about 3e-5."""
+  assert_parameter_gradients_agree(smoke_kind("video", kind, e_c),
+                                   smoke_kind("video", kind, e_c, **{"model.tubelet_embed": "matmul"}), atol=1e-4)
+
+
+def test_the_tubelet_convolution_leaves_every_config_hash_as_it_was():
+  cfg = profiles.video_config("small", "temporal", kind="vit", seed=5)
+  mm = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, tubelet_embed="matmul"))
+  assert "tubelet_embed" not in results.jsonable(cfg, for_hash=True)["model"]
+  assert results.config_hash(mm) != results.config_hash(cfg)
 
 
 @pytest.mark.parametrize("variant", ["B/16", "H/16x2", "B/16x", "B/x2"])
