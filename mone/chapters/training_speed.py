@@ -19,6 +19,7 @@ FILE = "cpu-training.json"
 ALLOCATORS = "cpu-training-tcmalloc.json"  # `python -m mone.bench --allocators`: tcmalloc against glibc
 VERSIONS = "cpu-training-versions.json"  # `python -m mone.bench --versions`: this code against the baseline's
 ATTENTION = "cpu-training-attention.json"  # `python -m mone.bench --training --attention`: attention's share of a step
+TUBELET = "cpu-training-tubelet.json"  # `--base <the calibration's settings> --pair model.tubelet_embed=matmul`
 HEADLINE_RUN = "headline-run-image-vit.json"  # a full image run's own metrics: `python -m mone.train` on one core
 TARGET_STEP_SPEEDUP = 2.0      # every kind's step, GFLOP/s against its reference
 TARGET_MONE_OVER_DENSE = 0.8   # MoNE's GFLOP/s per core over the dense model's on the same recipe
@@ -210,6 +211,28 @@ def attention_targets(att: dict) -> list[str]:
   return out
 
 
+def tubelet_text(doc: dict) -> str:
+  """ViViT's tubelet embedding as one matmul (`model.tubelet_embed=matmul`) against the 3-D convolution,
+  every arm with the file's --base settings (the calibration's step), timed in turns: per arm, by kind."""
+  ref, fast = split(doc)
+  m, mm = doc["machine"], doc["matmul_gflop_per_s"]
+  base = " ".join(doc["args"].get("base") or [])
+  lines = ["| arm | ms per step, convolution | ms per step, one matmul | step speed-up |", "|---|---:|---:|---:|"]
+  lines += [f"| {a['arm']} | {a['step_ms']:.0f} | {b['step_ms']:.0f} | {a['step_ms'] / b['step_ms']:.2f}x |"
+            for a, b in zip(ref, fast)]
+  by_kind = "; ".join(f"{k} {v['step_speedup']:.2f}x" for k, v in doc["paired"]["by_kind"].items())
+  return (f"\n**The tubelet embedding as one matmul.** ViViT embeds t x p x p tubelets with a 3-D convolution whose "
+          "stride is its kernel; XLA:CPU runs it, and above all its weight gradient, far below its matmul rate. "
+          f"`{fast[0]['overrides'][0]}` computes the same function with the same parameters as one matmul over "
+          "flattened tubelets (`mone.models.vivit.TubeletEmbed`), as the image models' patch embedding already "
+          "does; the sums run in another order, so it is opt-in and part of a run's config "
+          "(tests/models/test_vivit.py). Timed in turns with the convolution, every arm with "
+          f"`{base}`, on one core of an {m['cpu_model']} on {m['date'][:10]} (load average "
+          f"{m['load_avg'][0]:.1f} at the start, matmul {mm['used']:.0f} GFLOP/s; `python -m mone.bench --training "
+          f"--base {base} --pair {fast[0]['overrides'][0]}`, `results/bench/{TUBELET}`):\n\n" + "\n".join(lines)
+          + f"\n\nBy kind (medians over the arms): {by_kind}.\n")
+
+
 def headline_run_line(m: dict) -> str:
   """The image-run target read off a real run (the metrics file of `mone.train`): its wall time, from
   the process's start (rendering the data, compiling) to its last evaluation."""
@@ -252,7 +275,7 @@ FIGURE = "training_throughput.png"  # under the results folder, beside the book'
 
 
 def page(doc: dict | None, image: str | None, alloc: dict | None = None, versions: dict | None = None,
-         attention: dict | None = None, run: dict | None = None) -> str:
+         attention: dict | None = None, run: dict | None = None, tubelet: dict | None = None) -> str:
   """The book's page on training throughput (Markdown), from a benchmark file (None: none committed)."""
   title = "# Training throughput on one CPU core\n\n"
   if doc is None:
@@ -283,6 +306,8 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None, version
     body += versions_text(versions)
   if attention is not None:
     body += attention_text(attention)
+  if tubelet is not None:
+    body += tubelet_text(tubelet)
   body += "\n" + outside_line(doc) + "\n\n## The targets\n\n"
   body += "".join(f"- {line}\n" for line in targets(doc, alloc))
   if versions is not None:
@@ -342,4 +367,4 @@ def page_at(out, name: str = FILE) -> str:
     plots.theme()
     plots.save_png(figure(doc), png, dpi=110)
     image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
-  return page(doc, image, alloc, versions, attention, run)
+  return page(doc, image, alloc, versions, attention, run, throughput(TUBELET))

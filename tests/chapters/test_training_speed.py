@@ -141,3 +141,18 @@ def test_the_image_run_target_is_read_off_a_real_run():
   assert ": not met" in training_speed.headline_run_line({**run, "wall_time_s": 25 * 60 + 1})
   page = training_speed.page(_doc(), None, attention=_attention(), run=run)
   assert "Measured apart:" in page and "23.2 min" in page and "**Attention's share.**" in page
+
+
+def test_the_tubelet_matmul_is_read_against_the_convolution_with_the_files_base_settings():
+  base, pair = ["model.weight_grad=direct", "eval_batch_size=100"], ["model.tubelet_embed=matmul"]
+  conv = _row("temporal:vit", "moving_temporal", "vit", "ViViT", 16.0, 360, 3000)
+  mm = _row("temporal:vit", "moving_temporal", "vit", "ViViT", 18.0, 320, 2700, pair)
+  doc = {**_doc(), "args": {"pair": pair, "base": base, "rounds": 5, "steps": 4}, "rows": [conv, mm],
+         "machine": {**_doc()["machine"], "load_avg": [1.02, 1.0, 1.0]},
+         "paired": {"by_kind": {"ViViT": {"step_speedup": 1.125, "run_speedup": 1.11}}}}
+  text = training_speed.tubelet_text(doc)
+  assert "| temporal:vit | 360 | 320 | 1.12x |" in text  # 360 / 320 = 1.125, the same FLOPs per step
+  assert "every arm with `model.weight_grad=direct eval_batch_size=100`" in text and "load average 1.0 at the start" in text
+  assert "--base model.weight_grad=direct eval_batch_size=100 --pair model.tubelet_embed=matmul" in text
+  assert text.rstrip().endswith("By kind (medians over the arms): ViViT 1.12x.")
+  assert "**The tubelet embedding as one matmul.**" in training_speed.page(_doc(), None, tubelet=doc)
