@@ -62,6 +62,7 @@ def test_fields_added_later_keep_old_hashes():
   del legacy["model"]["attention"], legacy["model"]["grad_barrier"], legacy["model"]["mlp"]  # how the blocks compute, at "auto"
   del legacy["model"]["layer_loop"]  # how the blocks are traced, at "unroll"
   del legacy["model"]["weight_grad"]  # how the weight gradients are computed, at "autodiff"
+  del legacy["model"]["tubelet_embed"]  # how the tubelets are embedded, at "conv"
   del legacy["adaptive_e_c"], legacy["num_val"], legacy["sharding"], legacy["grad_accum"], legacy["dtype"]
   del legacy["remat"], legacy["video_noise"]
   for reporting in ("data_dir", "log_every", "eval_every", "tail_eval_every", "checkpoint_every", "keep_checkpoints"):
