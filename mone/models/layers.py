@@ -302,7 +302,7 @@ def nested_weights(params, widths):
 
 
 class PatchConv(nn.Module):
-  """nn.Conv's parameters (kernel [*patch, C, D], bias) for a convolution whose stride is its kernel
+  """nn.Conv's parameters (kernel [p, p, C, D] or [t, p, p, C, D], bias) for a convolution whose stride is its kernel
   (p x p image patches, or t x p x p video tubelets: patch=(t, p, p)), computed as what it is, one
   matmul over flattened patches, in nn.Conv's row-major patch order. XLA:CPU runs such a
   convolution, and above all its weight gradient, far below its matmul rate: ~1.3x faster here on
