@@ -163,7 +163,7 @@ figures: $(EXECUTED)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters readout book/ten_seed_readout.md --plan results/seed_plan_10.json --figure results/ten_seeds.png)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters devices book/devices.md)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters throughput book/training_throughput.md)
-	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters recalibration-page book/calibration.md)
+	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters recalibration-page book/calibration.md --replaced book/calibration_replaced.md)
 	$(if $(filter small,$(PROFILE)),$(PY) -m mone.chapters speed book/speed_investigations.md)
 
 # In order: a chapter reuses the runs of the chapters before it.

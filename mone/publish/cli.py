@@ -7,7 +7,8 @@ file written outside a notebook::
                                                             the verdicts that changed between two results folders
   devices OUT                                               the device-effect page (book/devices.md)
   throughput OUT                                            the training-throughput page (book/training_throughput.md)
-  recalibration-page OUT                                    the next profile's calibration page (book/calibration.md)
+  recalibration-page OUT [--replaced PAGE]                  the next profile's calibration page (book/calibration.md)
+                                                            and the calibrations it replaced (book/calibration_replaced.md)
   speed OUT [--results DIR]                                 chapter 08's measurements in full (book/speed_investigations.md)
   readout OUT --plan PLAN [--figure PNG]                    a seed plan's frozen claims: as planned, as
                                                             expected and as its seeds decide them
@@ -146,6 +147,13 @@ def calibration_command(args) -> None:
       print(f"wrote {path}")
 
 
+def recalibration_pages_command(args) -> None:
+  """The calibration page and, on a page of its own, the calibrations it replaced."""
+  replaced = Path(args.replaced) if args.replaced else Path(args.out).parent / recalibration_page.REPLACED_PAGE
+  _write_if_changed(Path(args.out), recalibration_page.page(out=args.out, replaced=replaced))
+  _write_if_changed(replaced, recalibration_page.replaced_page(out=replaced))
+
+
 def recalibration_command(args) -> None:
   """Writes each calibration's file (results/calibration_v*.json) where it is missing (a frozen one
   must be unchanged) and prints where each task of the current calibration stands."""
@@ -218,7 +226,9 @@ def parser() -> argparse.ArgumentParser:
   p = sub.add_parser("recalibration-page", help="the next profile's calibration: every candidate's validation curves "
                      "and its runs against the frozen rules", description=recalibration_page.__doc__.split("\n\n")[0])
   p.add_argument("out", help="the Markdown page to write, e.g. book/calibration.md")
-  p.set_defaults(run=lambda args: _write_if_changed(Path(args.out), recalibration_page.page(out=args.out)))
+  p.add_argument("--replaced", metavar="PAGE", default=None,
+                 help=f"the page of the calibrations it replaced (default: {recalibration_page.REPLACED_PAGE} beside OUT)")
+  p.set_defaults(run=recalibration_pages_command)
 
   p = sub.add_parser("speed", help="chapter 08's measurements in full, from results/bench/",
                      description=speed_investigations.__doc__.split("\n\n")[0])

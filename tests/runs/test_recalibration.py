@@ -274,18 +274,24 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   assert "Rule (a)'s own noise on these runs: a fitted gain errs by at least 0.00 points (the median over the runs, " \
          "from the evaluations' scatter about the fitted line; their residuals' lag-one correlation, median +0.00," in page
   assert [recalibration_page._share(p) for p in (0.9965, 0.99981, 1.0, 0.934, 0.026)] == ["99.7", "99.98", "100", "93", "3"]
-  # Why the current one replaced the one before it; the replaced ones follow, the latest first, as they
-  # stood: why each replaced its own predecessor, its candidates folded, what it would have trained next.
+  # Why the current one replaced the one before it, and a link to the replaced ones' own page, where they
+  # follow the latest first, as they stood: why each replaced its own predecessor, its candidates folded,
+  # what it would have trained next.
   assert f"This calibration replaced `results/{rc.ALL[-2].file}`: {rc.CURRENT.supersedes['why'][0].upper()}" in page
-  assert page.index("## The replaced calibration (v4)") < page.index("## The replaced calibration (v3)")
-  assert "It replaced `results/calibration_v3.json`: Rule (a) read seven validation points per run" in page
-  replaced = page[page.index("## The replaced calibration (v3)"):]
+  assert "results are on [their own page](calibration_replaced.md)" in page and "## The replaced" not in page
+  assert "](history/old.md)" in recalibration_page.page(tmp_path, out, replaced=tmp_path / "book" / "history" / "old.md")
+  old = recalibration_page.replaced_page(tmp_path, tmp_path / "book" / "calibration_replaced.md")
+  assert old.startswith("# The replaced calibrations\n") and "12.3" not in old
+  assert old.index("## The replaced calibration (v4)") < old.index("## The replaced calibration (v3)")
+  assert "It replaced `results/calibration_v3.json`: Rule (a) read seven validation points per run" in old
+  replaced = old[old.index("## The replaced calibration (v3)"):]
   assert "Fixed in `results/calibration_v3.json` on 2026-12-05" in replaced and "## The" not in replaced[5:]
   assert "- **temporal**: temporal-6k-warmup10, stage A, had 16 runs to train." in replaced
   # A replaced calibration's candidate with runs folds even while undecided.
   _land(tmp_path, "image", "image-12k", "A", "image:vit", {100: _run_file(0.9, steps=12_000, every=500)}, rc.ALL[0])
-  replaced = recalibration_page.page(tmp_path, out).split("## The replaced calibration (v3)")[1]
+  replaced = recalibration_page.replaced_page(tmp_path, out).split("## The replaced calibration (v3)")[1]
   assert "::::{dropdown} v3 image-12k: 1 run, undecided; its curves and readings" in replaced
+  assert f"](../{recalibration_page.figures(rc.ALL[0])}/image-12k.png)" in replaced
   assert (tmp_path / recalibration_page.figures(rc.ALL[0]) / "image-12k.png").exists()
 
 
@@ -361,3 +367,14 @@ def test_the_page_says_what_the_plan_would_cost_at_each_candidate():
   for (name, _), h in zip(CANDIDATES["appearance"], hours[1:]):
     assert f"{h:,.0f} core-hours at {name}" in said
   assert recalibration_page.plan_cost("appearance", finished[1:]) == ""  # an arm without a timed run: nothing said
+
+
+def test_the_page_command_writes_the_calibration_page_and_the_replaced_ones_beside_it(tmp_path, monkeypatch):
+  from mone.publish import cli
+  monkeypatch.setattr(results, "RESULTS", tmp_path)  # no run committed: every candidate listed, none drawn
+  cli.main(["recalibration-page", str(tmp_path / "book" / "calibration.md")])
+  current = (tmp_path / "book" / "calibration.md").read_text()
+  assert current.startswith("# The next profile's calibration") and "](calibration_replaced.md)" in current
+  assert (tmp_path / "book" / "calibration_replaced.md").read_text().startswith("# The replaced calibrations")
+  cli.main(["recalibration-page", str(tmp_path / "book" / "calibration.md"), "--replaced", str(tmp_path / "old.md")])
+  assert "](../old.md)" in (tmp_path / "book" / "calibration.md").read_text() and (tmp_path / "old.md").exists()
