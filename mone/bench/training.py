@@ -299,6 +299,8 @@ def versions(sittings: list[tuple[dict, dict]]) -> dict:
   fast = [[r for r in after["rows"] if r["overrides"]] for _, after in sittings]
   out["run_s_after"] = [{r["arm"]: r["run"]["estimated_wall_s"] for r in rows} for rows in fast]
   out["arms"] = {r["arm"]: {"kind": r["kind"], "recipe": r["recipe"]} for r in fast[0]}
+  # Each sitting's matmul rates (earlier, later file): the ratios are the machine's own; these say which machine.
+  out["matmul_gflop_per_s"] = [[f["matmul_gflop_per_s"]["used"] for f in pair] for pair in sittings]
   return out
 
 

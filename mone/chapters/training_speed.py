@@ -18,6 +18,7 @@ from mone.models import kinds
 FILE = "cpu-training.json"
 ALLOCATORS = "cpu-training-tcmalloc.json"  # `python -m mone.bench --allocators`: tcmalloc against glibc
 VERSIONS = "cpu-training-versions.json"  # `python -m mone.bench --versions`: this code against the baseline's
+VERSIONS_VIDEO = "cpu-training-versions-video.json"  # the same on the video arms, tubelet embedding as one matmul
 ATTENTION = "cpu-training-attention.json"  # `python -m mone.bench --training --attention`: attention's share of a step
 TUBELET = "cpu-training-tubelet.json"  # `--base <the calibration's settings> --pair model.tubelet_embed=matmul`
 HEADLINE_RUN = "headline-run-image-vit.json"  # a full image run's own metrics: `python -m mone.train` on one core
@@ -134,25 +135,27 @@ def targets(doc: dict, alloc: dict | None = None) -> list[str]:
   return out
 
 
-def versions_text(v: dict) -> str:
-  """The later code against the baseline's (`mone.bench.training.versions`), timed on one machine: where
-  and how, the speed-ups by kind, and the targets read from it."""
+def versions_text(v: dict, file: str = VERSIONS, title: str = "This code against the baseline's, on one machine.",
+                  why: str = "The file above and this code ran on different machines, so the code's own gain is "
+                             "measured apart") -> str:
+  """The later code against the baseline's (`mone.bench.training.versions`, results/bench/<file>), timed on
+  one machine: where and how, and the speed-ups by kind; title and why lead the paragraph."""
   before, after = v["machines"][0], v["machines"][1]
   arms = list(v["cumulative"]["per_arm"])
   head = ["", "as the profile trains", "each with its faster settings", "this code, faster settings, over the baseline as the profile trained"]
   rows = [[k, *(f"{v[s]['by_kind'][k]:.2f}x" for s in ("reference", "with_overrides", "cumulative"))]
           for k in v["cumulative"]["by_kind"]]
   table = ["| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: |"] + ["| " + " | ".join(r) + " |" for r in rows]
-  text = (f"\n**This code against the baseline's, on one machine.** The file above and this code ran on different "
-          f"machines, so the code's own gain is measured apart: the benchmark at the commit that measured the "
+  rates = [r for pair in v.get("matmul_gflop_per_s", []) for r in pair]
+  matmul = f" (matmul {np.median(rates):.0f} GFLOP/s, the median over the processes)" if rates else ""
+  return (f"\n**{title}** {why}: the benchmark at the commit that measured the "
           f"file above (as it trained: {before.get('allocator') or 'glibc'}) and at this code "
-          f"({after.get('allocator') or 'glibc'}), two processes at once, one per core of an {after['cpu_model']}, "
-          f"{v['sittings']} sittings with the cores swapped (`python -m mone.bench --versions`, `results/bench/{VERSIONS}`), "
+          f"({after.get('allocator') or 'glibc'}), two processes at once, one per core of an {after['cpu_model']}{matmul}, "
+          f"{v['sittings']} sittings with the cores swapped (`python -m mone.bench --versions`, `results/bench/{file}`), "
           f"on {len(arms)} arms ({', '.join(arms)}). The faster settings: `{' '.join(v['overrides'])}` for this code, "
           f"`{' '.join(v.get('overrides_before', v['overrides']))}` for the baseline's. The later code's step rate over "
           "the baseline's, by kind (medians over the arms of the geometric means over the sittings):\n\n"
           + "\n".join(table) + "\n")
-  return text
 
 
 def versions_targets(v: dict) -> list[str]:
@@ -275,8 +278,10 @@ FIGURE = "training_throughput.png"  # under the results folder, beside the book'
 
 
 def page(doc: dict | None, image: str | None, alloc: dict | None = None, versions: dict | None = None,
-         attention: dict | None = None, run: dict | None = None, tubelet: dict | None = None) -> str:
-  """The book's page on training throughput (Markdown), from a benchmark file (None: none committed)."""
+         attention: dict | None = None, run: dict | None = None, tubelet: dict | None = None,
+         video: dict | None = None) -> str:
+  """The book's page on training throughput (Markdown), from a benchmark file (None: none committed);
+  video: the video arms' comparison of code versions (`VERSIONS_VIDEO`)."""
   title = "# Training throughput on one CPU core\n\n"
   if doc is None:
     return title + f"No training-throughput file is committed (results/bench/{FILE}).\n"
@@ -308,11 +313,18 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None, version
     body += attention_text(attention)
   if tubelet is not None:
     body += tubelet_text(tubelet)
+  if video is not None:
+    body += versions_text(video, VERSIONS_VIDEO, "The video arms with the tubelet embedding as one matmul.",
+                          "`model.tubelet_embed` exists only for ViViT, so the video arms were compared again, on "
+                          "their own, with it among this code's faster settings, on the machine of another session")
   body += "\n" + outside_line(doc) + "\n\n## The targets\n\n"
   body += "".join(f"- {line}\n" for line in targets(doc, alloc))
   if versions is not None:
     body += (f"\nOn the {versions['machines'][1]['cpu_model']}, this code against the baseline's (the arms timed "
              "there):\n\n" + "".join(f"- {line}\n" for line in versions_targets(versions)))
+  if video is not None:
+    body += ("\nThe video arms with the tubelet embedding as one matmul, on their machine:\n\n"
+             + "".join(f"- {line}\n" for line in versions_targets(video)))
   if run is not None or attention is not None:
     extra = ([headline_run_line(run)] if run is not None else []) + (attention_targets(attention) if attention else [])
     body += "\nMeasured apart:\n\n" + "".join(f"- {line}\n" for line in extra)
@@ -367,4 +379,4 @@ def page_at(out, name: str = FILE) -> str:
     plots.theme()
     plots.save_png(figure(doc), png, dpi=110)
     image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
-  return page(doc, image, alloc, versions, attention, run, throughput(TUBELET))
+  return page(doc, image, alloc, versions, attention, run, throughput(TUBELET), throughput(VERSIONS_VIDEO))

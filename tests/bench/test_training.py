@@ -181,11 +181,12 @@ def test_allocators_pair_tcmalloc_with_glibc_per_sitting_and_combine_the_sitting
     cli.run(cli.parser().parse_args(["--allocators", str(paths[0])]))
 
 
-def _versioned(code, rates, cpu="a CPU"):
-  """_bench_file's file as a commit's benchmark ran it (its code and machine), with a kind, a recipe
-  and an estimated run per row."""
+def _versioned(code, rates, cpu="a CPU", matmul=40.0):
+  """_bench_file's file as a commit's benchmark ran it (its code and machine, its matmul rate), with a
+  kind, a recipe and an estimated run per row."""
   f = _bench_file(None, rates)
   f["machine"] = {"code": code, "cpu_model": cpu}
+  f["matmul_gflop_per_s"] = {"before": matmul, "after": matmul, "used": matmul}
   for r in f["rows"]:
     r.update(kind={"ViT": "vit", "MoNE": "mone"}[r["label"]], recipe="digits64",
              run={"estimated_wall_s": 36000 / r["gflop_per_s"]})
@@ -197,8 +198,9 @@ def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_pat
   s1 = (_versioned("aaa", [("image:vit", "ViT", 20, 30), ("image:mone:0.4", "MoNE", 10, 12)]),
         _versioned("bbb", [("image:vit", "ViT", 22, 40), ("image:mone:0.4", "MoNE", 12, 24)]))
   s2 = (_versioned("aaa", [("image:vit", "ViT", 21, 30), ("image:mone:0.4", "MoNE", 10, 11)]),
-        _versioned("bbb", [("image:vit", "ViT", 21, 37.8), ("image:mone:0.4", "MoNE", 13, 22)]))
+        _versioned("bbb", [("image:vit", "ViT", 21, 37.8), ("image:mone:0.4", "MoNE", 13, 22)], matmul=42.5))
   out = training.versions([s1, s2])
+  assert out["matmul_gflop_per_s"] == [[40.0, 40.0], [40.0, 42.5]]  # which machine: each sitting's two rates
   assert out["cumulative"]["per_arm"]["image:vit"] == round(float(np.sqrt(40 / 20 * 37.8 / 21)), 3)
   assert out["reference"]["by_kind"]["MoNE"] == round(float(np.sqrt(1.2 * 1.3)), 3)
   assert out["mone_over_dense_after"] == [{"digits64": 24 / 40}, {"digits64": 22 / 37.8}]

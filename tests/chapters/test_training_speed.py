@@ -112,6 +112,15 @@ def test_the_code_against_the_baselines_is_read_on_its_own_machine():
   assert "aaa" not in page and "bbb" not in page  # the book names no commit hash
   assert "`model.weight_grad=narrow_first` for this code, `model.weight_grad=direct` for the baseline's" in page
   assert "**This code against the baseline's" not in training_speed.page(_doc(), None)
+  # The video arms' own comparison (a setting only ViViT has), on its machine, named by its matmul rate.
+  video = _versions() | {"matmul_gflop_per_s": [[40.0, 44.0], [42.0, 43.0]]}
+  page = training_speed.page(_doc(), None, None, _versions(), video=video)
+  said = page[page.index("**The video arms with the tubelet embedding as one matmul.**"):]
+  assert "one per core of an AMD EPYC (matmul 42 GFLOP/s, the median over the processes)" in said  # (42 + 43) / 2
+  assert "`results/bench/cpu-training-versions-video.json`" in said and "| ViT | 1.10x | 1.20x | 2.10x |" in said
+  assert ("The video arms with the tubelet embedding as one matmul, on their machine:\n\n- every kind's step >= 2x "
+          "the baseline's: not met") in page
+  assert "(matmul" not in page[:page.index("**The video arms")]  # a comparison that recorded no rate names none
 
 
 def _attention(bound=0.79):
