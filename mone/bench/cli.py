@@ -21,6 +21,9 @@ def machine() -> dict:
           "glibc_tunables": os.environ.get("GLIBC_TUNABLES"),
           # the malloc behind XLA's buffers: tcmalloc where the restart preloaded it (mone.train.hostmem).
           "allocator": results.allocator(),
+          # what XLA:CPU compiles for ("AVX512 (host)", "AVX2 (host)"): hosts of one CPU name differ in it, and
+          # their matmul rates and the speed-ups measured on them with it (2.4x apart between two AMD EPYCs)
+          "isa": results.xla_cpu_isa(),
           "load_avg": list(os.getloadavg()), "date": datetime.datetime.now().astimezone().isoformat()}
 
 

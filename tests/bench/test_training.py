@@ -222,3 +222,10 @@ def test_versions_pair_an_earlier_commit_with_a_later_one_on_one_machine(tmp_pat
                         ([paths[0], tmp_path / "missing.json"], f"--versions: no such file '{tmp_path / 'missing.json'}'")):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
       cli.check(cli.parser().parse_args(["--versions", *map(str, argv)]))
+
+
+def test_a_benchmark_file_names_the_instruction_set_its_machine_compiled_for(monkeypatch):
+  monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_max_isa=AVX2")
+  assert cli.machine()["isa"] == "AVX2"
+  monkeypatch.delenv("XLA_FLAGS")
+  assert cli.machine()["isa"] == results.xla_cpu_isa()
