@@ -316,7 +316,7 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None, version
   if video is not None:
     body += versions_text(video, VERSIONS_VIDEO, "The video arms with the tubelet embedding as one matmul.",
                           "`model.tubelet_embed` exists only for ViViT, so the video arms were compared again, on "
-                          "their own, with it among this code's faster settings, on the machine of another session")
+                          "their own, with it among this code's faster settings, on another machine")
   body += "\n" + outside_line(doc) + "\n\n## The targets\n\n"
   body += "".join(f"- {line}\n" for line in targets(doc, alloc))
   if versions is not None:
