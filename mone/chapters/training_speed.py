@@ -354,9 +354,10 @@ example is padded.
 **What is left.** A dense step keeps most of its time in matmuls and in the elementwise work between them
 (LayerNorm, GELU, softmax, residuals), which reads and writes activations larger than the core's cache. MoNE's
 nested experts are narrow matmuls (an inner dimension of 16, 32 or 64 in the small profile) that run far below
-the wide ones' rate per FLOP, and its routing, the gathers into expert order and the attention at full width
-cost time that does not shrink with e_c: that is why MoNE trains fewer FLOPs per second than the dense model on
-every recipe.
+the wide ones' rate per FLOP, and its routing, the gathers into expert order, the attention at full width and
+the MLP's activation (GELU over the full hidden width 4D for every token, whatever its expert: the nested
+experts slice only the MLP's in- and out-projections) cost time that does not shrink with e_c: that is why MoNE
+trains fewer FLOPs per second than the dense model on every recipe.
 """
 
 
