@@ -149,7 +149,7 @@ def calibration_command(args) -> None:
 
 def recalibration_pages_command(args) -> None:
   """The calibration page and, on a page of its own, the calibrations it replaced."""
-  replaced = Path(args.replaced) if args.replaced else Path(args.out).parent / recalibration_page.REPLACED_PAGE
+  replaced = recalibration_page.replaced_path(args.out, args.replaced)
   _write_if_changed(Path(args.out), recalibration_page.page(out=args.out, replaced=replaced))
   _write_if_changed(replaced, recalibration_page.replaced_page(out=replaced))
 

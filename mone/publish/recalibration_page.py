@@ -23,6 +23,13 @@ from mone.runs import recalibration as rc
 
 REPLACED_PAGE = "calibration_replaced.md"  # `replaced_page`'s file, beside the calibration page by default
 
+
+def replaced_path(out, replaced=None) -> Path:
+  """Where `replaced_page`'s page goes: replaced where given, else REPLACED_PAGE beside the page out (None:
+  a page in the working directory)."""
+  return Path(replaced) if replaced else Path(out or ".").parent / REPLACED_PAGE
+
+
 def figures(cal: rc.Calibration = rc.CURRENT) -> str:
   """Where a calibration's figures go, under results/: one PNG per task and candidate with a finished run."""
   return f"{cal.folder}/figures"
@@ -318,7 +325,7 @@ def page(root=None, out=None, replaced=None) -> str:
       "accuracy. Candidates are tried in order, and a later one trains only where the earlier ones failed.", "",
       *[f"- **{name.replace('_', ' ', 1)}**: {rule}" for name, rule in rules.items()], ""]
   if cal.supersedes:
-    link = _relative(Path(replaced) if replaced else Path(out or "calibration.md").parent / REPLACED_PAGE, out)
+    link = _relative(replaced_path(out, replaced), out)
     text += [f"This calibration replaced `results/{cal.supersedes['file']}`: {_why(cal)} Every replaced calibration's "
              f"results are on [their own page]({link}), the latest first.", ""]
   text += ["Where each task stands:", "", *[f"- {standing(task, root)}" for task in rc.TASKS], ""]
@@ -368,5 +375,5 @@ def replaced_page(root=None, out=None) -> str:
 
 
 def _relative(path, out) -> str:
-  """path as a link from the page out (a path relative to out's folder)."""
-  return os.path.relpath(Path(path).resolve(), Path(out or ".").resolve().parent)
+  """path as a link from the page out (a path relative to out's folder; None: the working directory)."""
+  return os.path.relpath(Path(path).resolve(), Path(out).resolve().parent if out else Path.cwd())

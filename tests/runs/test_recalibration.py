@@ -280,6 +280,7 @@ def test_the_calibration_page_shows_each_run_against_the_rules_and_never_test_ac
   assert f"This calibration replaced `results/{rc.ALL[-2].file}`: {rc.CURRENT.supersedes['why'][0].upper()}" in page
   assert "results are on [their own page](calibration_replaced.md)" in page and "## The replaced" not in page
   assert "](history/old.md)" in recalibration_page.page(tmp_path, out, replaced=tmp_path / "book" / "history" / "old.md")
+  assert "results are on [their own page](calibration_replaced.md)" in recalibration_page.page(tmp_path)  # no page file
   old = recalibration_page.replaced_page(tmp_path, tmp_path / "book" / "calibration_replaced.md")
   assert old.startswith("# The replaced calibrations\n") and "12.3" not in old
   assert old.index("## The replaced calibration (v4)") < old.index("## The replaced calibration (v3)")
