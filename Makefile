@@ -62,8 +62,8 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 || $(PYTEST_EMPTY)
 
 # Everything but the tests marked slow (notebooks executed, the GPU report run, runs trained to be
-# compared, resumed or retrained, several processes started): the loop while changing code, every
-# model kind trained once. `make test` runs them all.
+# compared, resumed or retrained, several processes started, a check repeated for another variant):
+# the loop while changing code, every model kind trained once. `make test` runs them all.
 # Test by test: no fast test shares a run with another file's, and a whole file to a worker left
 # one worker with the training tests alone at the end. Work stealing (an idle worker takes tests
 # queued for the other) ended the suite 4% sooner than fixed batches (--dist load): 179 s against 186.

@@ -30,7 +30,7 @@ def smoke_environment(root: Path, mp) -> None:
   env = {"MONE_RESULTS_DIR": str(root / "results"), "MONE_CACHE_DIR": str(root / "cache"),
          "JAX_COMPILATION_CACHE_DIR": os.environ.get("JAX_COMPILATION_CACHE_DIR",
                                                      str(REPO / ".cache" / "jax_compilation")),
-         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2"),
          "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1", "JAX_PLATFORMS": "cpu",
          # one CPU device, as under `make figures`; compiled as fast as the tests (xla_flags.py)
          "XLA_FLAGS": FAST_COMPILE}

@@ -95,6 +95,7 @@ def test_matmul_mode_times_every_projection_of_every_group(tmp_path, capsys):
   assert "--block, --matmul and --routing" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a benchmark option
 def test_chunking_changes_nothing_but_speed():
   wl = workloads.image_workload("tiny/8", [0.3], with_matvit=False, with_masked=False)
   x, y = wl.make_inputs(4)
@@ -129,6 +130,7 @@ def test_video_rows_and_targets(tmp_path):
     assert t["workload"].startswith("ViT") and t["ok"] == (min(t["measured"], t["strict"]) >= t["target"])
 
 
+@pytest.mark.slow  # a benchmark option
 def test_video_only_times_the_video_workload_alone(tmp_path):
   path = tmp_path / "bench.json"
   cli.main(["--video-only", "--video", "tiny/8x2", "--video-frames", "2", "--video-batch", "2", "--video-e-c", "0.3",
@@ -449,6 +451,7 @@ def test_routing_rows_time_the_models_own_router_against_its_forward(tmp_path):
   assert out["args"]["routing"] and out["workload"] == "ViT-tiny/8 routing"
 
 
+@pytest.mark.slow  # a benchmark option
 def test_the_video_frame_size_reaches_the_video_workload(tmp_path):
   """--video-image-size sets the clip's frames (the paper's SSv2 clip is 256 px); without it the
   variant's own size stays (tiny/8x2: 32 px)."""

@@ -98,6 +98,7 @@ def test_a_timed_arm_gives_a_row_whose_numbers_agree(monkeypatch):
   json.dumps(rows)  # the rows go into the JSON as they are
 
 
+@pytest.mark.slow  # a benchmark option
 def test_the_attention_timed_is_the_steps_own(monkeypatch):
   """With attention=True an arm records the attention its step traced: the dense ViT's and MoNE's are
   the same calls (full width, every token, every block), counted as `mone.flops` counts them; the row

@@ -93,6 +93,7 @@ def _params():
   return randomize(kinds.build(SMOKE.model, "mone").init(jax.random.key(0), X, CAPS))["params"]
 
 
+@pytest.mark.slow  # a GPU path, a whole model in interpret mode; make test-fast checks the kernel alone
 def test_a_mone_vit_with_the_kernel_computes_what_it_computes_without():
   """mlp="pallas" (interpret mode on the CPU) against "xla": the same loss and gradients of every
   parameter and of the input, each within 1e-5 relative (its norm)."""
@@ -151,6 +152,7 @@ def test_the_kernel_lowers_to_triton_at_vit_b_widths(dtype):
     assert len(re.findall(re.escape(f"custom_call @{TRITON}"), text)) == 1, d
 
 
+@pytest.mark.slow  # a GPU path
 def test_a_mone_vit_built_for_cuda_runs_every_groups_mlp_through_triton():
   """backend="cuda", mlp="pallas": one Triton kernel per group and block in the training step's
   program (the backward pass is XLA's), none at "auto"."""

@@ -42,8 +42,9 @@ def _rel(a, b):
   return np.linalg.norm(a - b) / np.linalg.norm(b)
 
 
-@pytest.mark.parametrize("dtype,tol", [(jnp.float32, 1e-5), (jnp.bfloat16, 5e-2)])
-@pytest.mark.parametrize("kind", ["vit", "mone"])
+@pytest.mark.parametrize("kind,dtype,tol", [  # make test-fast: MoNE in float32 and the ViT in bfloat16
+    pytest.param("vit", jnp.float32, 1e-5, marks=pytest.mark.slow), ("mone", jnp.float32, 1e-5),
+    ("vit", jnp.bfloat16, 5e-2), pytest.param("mone", jnp.bfloat16, 5e-2, marks=pytest.mark.slow)])
 def test_every_path_computes_what_the_reference_computes(kind, dtype, tol):
   """jax's attention (the call cuDNN's flash attention goes through, with XLA's implementation)
   and the blocks without the gradient barrier give the reference's value and gradients (of the
@@ -100,6 +101,7 @@ def test_cudnn_attention_asked_for_off_a_cuda_gpu_is_refused_with_a_message():
     _loss("vit", jnp.bfloat16, attention="cudnn")(_params("vit"), X)
 
 
+@pytest.mark.slow  # a GPU path
 def test_a_model_built_for_cuda_hands_the_qkv_projection_to_cudnn_token_major(monkeypatch):
   """backend="cuda" reaches every block: in bfloat16 "auto" calls jax's attention with cuDNN's
   implementation, on [B, N, H, c] slices of the projection. (cuDNN itself needs a GPU: the
@@ -151,7 +153,7 @@ def _exported_grad(kind, backend, dtype=jnp.float32, **paths):
   return jax.export.export(jax.jit(jax.grad(loss)), platforms=("cuda",))(_params(kind), X).mlir_module()
 
 
-@pytest.mark.parametrize("kind,per_block", [("mone", 3), ("vit", 2)])
+@pytest.mark.parametrize("kind,per_block", [("mone", 3), pytest.param("vit", 2, marks=pytest.mark.slow)])
 def test_the_gpu_program_has_no_conditional_unless_the_barrier_is_forced(kind, per_block):
   """Lowered for CUDA here, without a GPU (StableHLO; nothing is compiled). The barrier is a
   `case` per fence: three per routed block (qkv, attention output, block output), two per dense
@@ -241,6 +243,7 @@ def test_a_scanned_encoder_computes_what_the_unrolled_one_computes(name):
   assert max(errs) <= 1e-5, max(errs)
 
 
+@pytest.mark.slow  # bfloat16, for the GPU; make test-fast checks the scanned encoder in float32
 @pytest.mark.parametrize("kind", ["vit", "mone"])
 def test_a_scanned_encoder_in_bfloat16_is_as_close_to_float32_as_the_unrolled_one(kind):
   """In bfloat16 the loop sums some gradients in another order (Eq. 1's alpha gathers one term

@@ -8,6 +8,7 @@ import subprocess
 
 import jax
 import jaxlib
+import pytest
 
 from mone import results
 from mone.train import loop
@@ -68,6 +69,7 @@ def test_outside_a_git_checkout_commit_and_dirty_are_none(tmp_path, monkeypatch)
   assert code["commit"] is None and code["dirty"] is None and code["jax"] == jax.__version__
 
 
+@pytest.mark.slow  # it resumes a run
 def test_a_resumed_run_keeps_each_parts_own_code(tmp_path, monkeypatch):
   """A run resumed on other code records both: its first part keeps the code that trained it
   (kept in the checkpoints), the second and the run file name this process's. A checkpoint of

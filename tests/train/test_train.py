@@ -17,11 +17,12 @@ from mone.train import checkpoints, evaluation, loop, steps
 from helpers import REPO, tiny, train_cli, train_command
 
 
-@pytest.mark.parametrize("overrides", [
+@pytest.mark.parametrize("overrides", [  # make test-fast trains each kind; make test each MoNE variant too
     {"kind": "vit"}, {"kind": "matvit"}, {"kind": "mod"}, {"kind": "mone", "e_c": 0.3},
-    {"kind": "mone", "adaptive": True, "eval_e_c": (0.2, 0.6)},
-    {"kind": "mone", "model.router": "random"}, {"kind": "mone", "allocation": "mod_greedy"},
-    {"kind": "mone", "model.num_routers": 2, "model.router_layer": 0}])
+    *(pytest.param(o, marks=pytest.mark.slow) for o in (
+        {"kind": "mone", "adaptive": True, "eval_e_c": (0.2, 0.6)},
+        {"kind": "mone", "model.router": "random"}, {"kind": "mone", "allocation": "mod_greedy"},
+        {"kind": "mone", "model.num_routers": 2, "model.router_layer": 0}))])
 def test_every_model_trains_with_the_same_loop(tmp_path, overrides):
   cfg = tiny(**overrides)
   m = loop.train(cfg, tmp_path, progress=False)
@@ -99,6 +100,7 @@ def test_gradient_accumulation_and_bfloat16_take_the_plain_steps(tmp_path, kind=
     loop.train(tiny(batch_size=16, grad_accum=4, num_devices=8), tmp_path / "bad", progress=False)
 
 
+@pytest.mark.slow  # options no profile on the CPU trains with
 def test_remat_and_bfloat16_change_how_the_step_computes():
   """remat=True puts every block under jax.checkpoint with unchanged gradients; bfloat16 runs
   the matmuls in bfloat16 while the gradients stay float32 and close to float32's."""
@@ -222,7 +224,7 @@ def test_multiclip_evaluation_averages_clips():
   assert multi["gflops"] == single["gflops"]  # FLOPs are per clip
 
 
-@pytest.mark.parametrize("kind, point", [("mone", {"e_c": 0.3}), ("matvit", {"width_index": 1})])
+@pytest.mark.parametrize("kind, point", [("mone", {"e_c": 0.3}), pytest.param("matvit", {"width_index": 1}, marks=pytest.mark.slow)])
 def test_predictions_are_what_the_accuracy_counts(kind, point):
   """evaluation.predict: one class per example (padding dropped), right exactly as often as
   `evaluate` counts; at another capacity (or width) the model predicts differently."""
@@ -276,8 +278,10 @@ def test_trained_params_notes_a_retraining_that_differs_from_the_run_file(tmp_pa
   assert "note: smoke (vit) was retrained on cpu" in out and "NVIDIA H100" in out
 
 
-@pytest.mark.parametrize("make", [lambda: tiny(kind="mone", e_c=0.3), lambda: tiny_video(kind="mone", e_c=0.3),
-                                  lambda: tiny(kind="mone", **{"model.router": "random"})], ids=["image", "video", "random"])
+@pytest.mark.parametrize("make", [  # make test-fast: the image model's
+    pytest.param(lambda: tiny(kind="mone", e_c=0.3), id="image"),
+    pytest.param(lambda: tiny_video(kind="mone", e_c=0.3), id="video", marks=pytest.mark.slow),
+    pytest.param(lambda: tiny(kind="mone", **{"model.router": "random"}), id="random", marks=pytest.mark.slow)])
 def test_committed_router_weights_give_the_trained_routers_outputs_without_retraining(tmp_path, monkeypatch, make):
   """The router figures read only the embedding and the first router (results/weights/): with
   every other parameter at its initialisation the router's outputs equal the trained model's
