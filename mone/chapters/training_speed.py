@@ -19,6 +19,16 @@ FILE = "cpu-training.json"
 ALLOCATORS = "cpu-training-tcmalloc.json"  # `python -m mone.bench --allocators`: tcmalloc against glibc
 VERSIONS = "cpu-training-versions.json"  # `python -m mone.bench --versions`: this code against the baseline's
 VERSIONS_VIDEO = "cpu-training-versions-video.json"  # the same on the video arms, tubelet embedding as one matmul
+VERSIONS_IMAGES_AVX2 = "cpu-training-versions-images-avx2.json"  # the image arms again, on the video arms' machine
+# The comparisons run again elsewhere: (file, the paragraph's title, why it was run, the heading of its targets).
+AGAIN = ((VERSIONS_VIDEO, "The video arms with the tubelet embedding as one matmul.",
+          "`model.tubelet_embed` exists only for ViViT, so the video arms were compared again, on their own, with it "
+          "among this code's faster settings, on another machine",
+          "The video arms with the tubelet embedding as one matmul, on their machine:"),
+         (VERSIONS_IMAGES_AVX2, "The image arms on the video arms' machine.",
+          "The image arms' comparison above ran on a machine with AVX-512; the same comparison on the machine that "
+          "timed the video arms, which has AVX2 only, puts every kind on one machine",
+          "The image arms on the video arms' machine:"))
 ATTENTION = "cpu-training-attention.json"  # `python -m mone.bench --training --attention`: attention's share of a step
 TUBELET = "cpu-training-tubelet.json"  # `--base <the calibration's settings> --pair model.tubelet_embed=matmul`
 HEADLINE_RUN = "headline-run-image-vit.json"  # a full image run's own metrics: `python -m mone.train` on one core
@@ -279,9 +289,10 @@ FIGURE = "training_throughput.png"  # under the results folder, beside the book'
 
 def page(doc: dict | None, image: str | None, alloc: dict | None = None, versions: dict | None = None,
          attention: dict | None = None, run: dict | None = None, tubelet: dict | None = None,
-         video: dict | None = None) -> str:
+         video: dict | None = None, images_avx2: dict | None = None) -> str:
   """The book's page on training throughput (Markdown), from a benchmark file (None: none committed);
-  video: the video arms' comparison of code versions (`VERSIONS_VIDEO`)."""
+  video, images_avx2: the comparisons of code versions run again elsewhere (`AGAIN`)."""
+  again = [(d, *a) for d, a in zip((video, images_avx2), AGAIN) if d is not None]
   title = "# Training throughput on one CPU core\n\n"
   if doc is None:
     return title + f"No training-throughput file is committed (results/bench/{FILE}).\n"
@@ -313,18 +324,15 @@ def page(doc: dict | None, image: str | None, alloc: dict | None = None, version
     body += attention_text(attention)
   if tubelet is not None:
     body += tubelet_text(tubelet)
-  if video is not None:
-    body += versions_text(video, VERSIONS_VIDEO, "The video arms with the tubelet embedding as one matmul.",
-                          "`model.tubelet_embed` exists only for ViViT, so the video arms were compared again, on "
-                          "their own, with it among this code's faster settings, on another machine")
+  for d, file, what, why, _ in again:
+    body += versions_text(d, file, what, why)
   body += "\n" + outside_line(doc) + "\n\n## The targets\n\n"
   body += "".join(f"- {line}\n" for line in targets(doc, alloc))
   if versions is not None:
     body += (f"\nOn the {versions['machines'][1]['cpu_model']}, this code against the baseline's (the arms timed "
              "there):\n\n" + "".join(f"- {line}\n" for line in versions_targets(versions)))
-  if video is not None:
-    body += ("\nThe video arms with the tubelet embedding as one matmul, on their machine:\n\n"
-             + "".join(f"- {line}\n" for line in versions_targets(video)))
+  for d, *_, heading in again:
+    body += f"\n{heading}\n\n" + "".join(f"- {line}\n" for line in versions_targets(d))
   if run is not None or attention is not None:
     extra = ([headline_run_line(run)] if run is not None else []) + (attention_targets(attention) if attention else [])
     body += "\nMeasured apart:\n\n" + "".join(f"- {line}\n" for line in extra)
@@ -380,4 +388,5 @@ def page_at(out, name: str = FILE) -> str:
     plots.theme()
     plots.save_png(figure(doc), png, dpi=110)
     image = os.path.relpath(png.resolve(), Path(out).resolve().parent)
-  return page(doc, image, alloc, versions, attention, run, throughput(TUBELET), throughput(VERSIONS_VIDEO))
+  return page(doc, image, alloc, versions, attention, run, throughput(TUBELET), throughput(VERSIONS_VIDEO),
+              throughput(VERSIONS_IMAGES_AVX2))

@@ -121,6 +121,13 @@ def test_the_code_against_the_baselines_is_read_on_its_own_machine():
   assert ("The video arms with the tubelet embedding as one matmul, on their machine:\n\n- every kind's step >= 2x "
           "the baseline's: not met") in page
   assert "(matmul" not in page[:page.index("**The video arms")]  # a comparison that recorded no rate names none
+  # The image arms again on the video arms' machine: their own paragraph and targets, after the video arms'.
+  page = training_speed.page(_doc(), None, None, _versions(), video=video, images_avx2=_versions(wall_s=(1600, 1700)))
+  said = page[page.index("**The image arms on the video arms' machine.**"):]
+  assert "`results/bench/cpu-training-versions-images-avx2.json`" in said and page.index("**The video arms") < page.index(
+      "**The image arms on")
+  assert ("The image arms on the video arms' machine:\n\n- every kind's step >= 2x the baseline's: not met" in said
+          and "a full image run (8,000 steps) under 25 minutes on one core: not met" in said)
 
 
 def _attention(bound=0.79):
