@@ -243,7 +243,7 @@ def test_a_scanned_encoder_computes_what_the_unrolled_one_computes(name):
   assert max(errs) <= 1e-5, max(errs)
 
 
-@pytest.mark.slow  # bfloat16, for the GPU; make test-fast checks the scanned encoder in float32
+@pytest.mark.slow  # bfloat16, for the GPU (the float32 comparison above is slow too: it compiles every case)
 @pytest.mark.parametrize("kind", ["vit", "mone"])
 def test_a_scanned_encoder_in_bfloat16_is_as_close_to_float32_as_the_unrolled_one(kind):
   """In bfloat16 the loop sums some gradients in another order (Eq. 1's alpha gathers one term
