@@ -111,6 +111,7 @@ def test_chunking_changes_nothing_but_speed():
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *new)
 
 
+@pytest.mark.slow  # a benchmark option (--video)
 def test_video_rows_and_targets(tmp_path):
   path = tmp_path / "bench.json"
   cli.main(["--variant", "tiny/8", "--batch", "2", "--e-c", "0.3", "1.0", "--mode", "forward",

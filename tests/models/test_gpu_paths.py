@@ -259,6 +259,7 @@ def test_a_scanned_encoder_in_bfloat16_is_as_close_to_float32_as_the_unrolled_on
     assert _rel(s, t) <= 2 * _rel(u, t) + 1e-2, (i, _rel(s, t), _rel(u, t))
 
 
+@pytest.mark.slow  # layer_loop="scan", for deep models on the GPU
 def test_a_scanned_encoder_compiles_one_block_whatever_its_depth():
   """What layer_loop="scan" is for: the program holds one block's matmuls inside a loop, so it
   does not grow with depth, while the unrolled one grows by a block's worth per layer (the MoNE

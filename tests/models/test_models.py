@@ -173,7 +173,7 @@ def test_bad_inputs_are_rejected():
     kinds.build(CFG, "moe")
 
 
-@pytest.mark.parametrize("kind", ["vit", "mone"])
+@pytest.mark.parametrize("kind", [pytest.param("vit", marks=pytest.mark.slow), "mone"])  # make test-fast: MoNE's
 def test_backward_code_grows_linearly_with_depth(kind, monkeypatch):
   """Each block's backward must read the stored residual-stream gradient, not fuse in and
   recompute the elementwise chain of every block above it, which XLA:CPU otherwise does
