@@ -11,7 +11,6 @@ between sessions, and the kernels compile with the tests' fast-compiling flags (
 """
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 import nbformat
@@ -27,11 +26,8 @@ VIDEO_CHAPTERS = ("02_table1_capacity", "04_figure4_video", "05_figure5_adaptati
 
 
 def smoke_environment(root: Path, mp) -> None:
-  env = {"MONE_RESULTS_DIR": str(root / "results"), "MONE_CACHE_DIR": str(root / "cache"),
-         "JAX_COMPILATION_CACHE_DIR": os.environ.get("JAX_COMPILATION_CACHE_DIR",
-                                                     str(REPO / ".cache" / "jax_compilation")),
-         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2"),
-         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1", "JAX_PLATFORMS": "cpu",
+  # The kernels inherit this process's environment, so the compilation cache conftest.py sets up.
+  env = {"MONE_RESULTS_DIR": str(root / "results"), "MONE_CACHE_DIR": str(root / "cache"), "JAX_PLATFORMS": "cpu",
          # one CPU device, as under `make figures`; compiled as fast as the tests (xla_flags.py)
          "XLA_FLAGS": FAST_COMPILE}
   for k, v in env.items():
